@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "iap-devkit",
+    products: [
+        .library(name: "IAPWire", targets: ["IAPWire"]),
+        .library(name: "IAPTrace", targets: ["IAPTrace"]),
+        .executable(name: "iapctl", targets: ["iapctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Wire codecs: iAP2 link packets, control-session messages, iAP1 frames.
+        // Standard library only, no I/O.
+        .target(name: "IAPWire"),
+        // Trace inputs (hex text, raw, usbmon pcap/pcapng) and the decoder that
+        // turns them into readable lines and JSON. Standard library only; files
+        // are read by the caller.
+        .target(name: "IAPTrace", dependencies: ["IAPWire"]),
+        .executableTarget(
+            name: "iapctl",
+            dependencies: [
+                "IAPWire", "IAPTrace",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"], exclude: ["Fixtures"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,345 @@
+import IAPWire
+
+/// Turns byte streams (one per direction, or per USB endpoint) into trace
+/// events: link packets with their SYN and EAK payloads, control messages
+/// reassembled per session, file-transfer and external-accessory datagrams,
+/// iAP1 frames, and every skipped byte with its reason.
+///
+/// Pure: the caller reads files and hands bytes over with `ingest`; events go
+/// to the `emit` closure in the order found.
+public struct TraceDecoder {
+    public struct Options: Sendable {
+        /// Treat each chunk as a USB HID report carrying iAP1 (`[report id][link control][data]`).
+        public var hid: Bool
+        public var maximumPacketLength: Int
+        /// Streams that must show an iAP packet before their events are
+        /// reported (usbmon endpoints that may carry other traffic).
+        public var requireIdentification: Bool
+
+        public init(hid: Bool = false, maximumPacketLength: Int = LinkPacket.maximumLength, requireIdentification: Bool = false) {
+            self.hid = hid
+            self.maximumPacketLength = maximumPacketLength
+            self.requireIdentification = requireIdentification
+        }
+    }
+
+    /// Identifies a byte stream: one direction of one link.
+    public struct StreamKey: Hashable, Sendable {
+        public var link: LinkKey
+        public var direction: TraceDirection?
+        public var endpoint: CaptureEndpoint?
+
+        public init(link: LinkKey, direction: TraceDirection?, endpoint: CaptureEndpoint? = nil) {
+            self.link = link
+            self.direction = direction
+            self.endpoint = endpoint
+        }
+    }
+
+    /// Identifies a link: both directions between two ends share session
+    /// types and iAP1 transaction mode.
+    public struct LinkKey: Hashable, Sendable {
+        public var bus: UInt16
+        public var device: UInt8
+        public init(bus: UInt16 = 0, device: UInt8 = 0) {
+            self.bus = bus
+            self.device = device
+        }
+    }
+
+    /// Limits on how many streams are tracked, so a hostile capture cannot
+    /// grow memory without bound.
+    public static let maximumStreams = 256
+    /// Skipped events held per stream while waiting to see whether it carries iAP at all.
+    static let maximumHeldEvents = 64
+
+    private struct LinkState {
+        var sessionTypes: [UInt8: SessionType] = [:]
+        var transactions = IAP1TransactionTracker()
+    }
+
+    private struct StreamState {
+        var decoder: LinkStreamDecoder
+        var sessions: [UInt8: ControlMessageDecoder] = [:]
+        var lastDataSequence: UInt8?
+        var identified: Bool
+        var held: [TraceEvent] = []
+        var heldBytes = 0
+        var hid = IAP1HIDReassembler()
+        var hidOffset = 0
+    }
+
+    public let options: Options
+    private var links: [LinkKey: LinkState] = [:]
+    private var streams: [StreamKey: StreamState] = [:]
+    private var streamOrder: [StreamKey] = []
+    /// Bytes of streams that never showed iAP traffic (other USB functions).
+    public private(set) var unidentifiedBytes = 0
+    public private(set) var droppedStreams = 0
+
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// Feeds bytes of one stream. `frame` and `line` locate them in the input.
+    public mutating func ingest(_ bytes: some Collection<UInt8>, stream key: StreamKey, frame: Int? = nil, line: Int? = nil,
+                                emit: (TraceEvent) -> Void) {
+        guard var state = takeState(key) else {
+            unidentifiedBytes += bytes.count
+            return
+        }
+        defer { streams[key] = state }
+        let context = Context(key: key, frame: frame, line: line)
+        if options.hid {
+            ingestReport(Array(bytes), state: &state, context: context, emit: emit)
+        } else {
+            state.decoder.append(bytes)
+            drain(&state, context: context, emit: emit)
+        }
+    }
+
+    /// Reports bytes the capture says moved but did not record.
+    public mutating func gap(_ count: Int, stream key: StreamKey, frame: Int?, emit: (TraceEvent) -> Void) {
+        guard var state = takeState(key) else { return }
+        defer { streams[key] = state }
+        let context = Context(key: key, frame: frame, line: nil)
+        let event = context.event(.skipped(SkippedInfo(count: count, reason: "not_captured", detail: "the capture holds fewer bytes than the transfer moved")),
+                                  offset: options.hid ? state.hidOffset : state.decoder.offset)
+        output(event, state: &state, emit: emit)
+    }
+
+    /// Ends every stream: truncated packets and messages are reported.
+    public mutating func finish(emit: (TraceEvent) -> Void) {
+        for key in streamOrder {
+            guard var state = streams[key] else { continue }
+            let context = Context(key: key, frame: nil, line: nil)
+            if !options.hid {
+                state.decoder.finish()
+                drain(&state, context: context, emit: emit)
+                for session in state.sessions.keys.sorted() {
+                    state.sessions[session]?.finish()
+                    drainMessages(&state, session: session, context: context, emit: emit)
+                }
+            }
+            if !state.identified { unidentifiedBytes += state.heldBytes }
+            streams[key] = state
+        }
+    }
+
+    // MARK: - Streams
+
+    private struct Context {
+        var key: StreamKey
+        var frame: Int?
+        var line: Int?
+
+        func event(_ body: TraceEvent.Body, offset: Int) -> TraceEvent {
+            TraceEvent(body: body, direction: key.direction, offset: offset, frame: frame, line: line, endpoint: key.endpoint)
+        }
+    }
+
+    private mutating func takeState(_ key: StreamKey) -> StreamState? {
+        if let state = streams[key] { return state }
+        guard streams.count < Self.maximumStreams else {
+            droppedStreams += 1
+            return nil
+        }
+        let configuration = LinkStreamDecoder.Configuration(maximumPacketLength: options.maximumPacketLength)
+        streamOrder.append(key)
+        return StreamState(decoder: LinkStreamDecoder(configuration: configuration), identified: !options.requireIdentification)
+    }
+
+    private mutating func output(_ event: TraceEvent, state: inout StreamState, emit: (TraceEvent) -> Void) {
+        if state.identified {
+            emit(event)
+            return
+        }
+        switch event.body {
+        case .skipped(let info):
+            state.heldBytes += info.count
+            if state.held.count < Self.maximumHeldEvents {
+                state.held.append(event)
+            } else if case .skipped(var last) = state.held[state.held.count - 1].body {
+                // Keep memory bounded: fold further skips into the last one.
+                last.count += info.count
+                last.reason = last.reason == info.reason ? last.reason : "garbage"
+                state.held[state.held.count - 1].body = .skipped(last)
+            }
+        case .iap1(let info) where !info.checksumOK:
+            state.held.append(event)
+        default:
+            state.identified = true
+            for held in state.held { emit(held) }
+            state.held.removeAll()
+            state.heldBytes = 0
+            emit(event)
+        }
+    }
+
+    private mutating func drain(_ state: inout StreamState, context: Context, emit: (TraceEvent) -> Void) {
+        while let found = state.decoder.next() {
+            switch found {
+            case .detect(let offset):
+                output(context.event(.detect, offset: offset), state: &state, emit: emit)
+            case .skipped(let skip):
+                output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: nil)), offset: skip.offset),
+                       state: &state, emit: emit)
+            case .iap1(let info, let offset):
+                let payload = state.decoder.payload
+                let event = context.event(.iap1(iap1Info(payload: payload, checksumOK: info.checksumValid, link: context.key.link)), offset: offset)
+                if !info.checksumValid || info.hasSync || state.identified {
+                    output(event, state: &state, emit: emit)
+                } else {
+                    // A bare `55` frame alone does not prove a stream is iAP.
+                    output(context.event(.skipped(SkippedInfo(count: info.encodedLength, reason: "garbage", detail: nil)), offset: offset),
+                           state: &state, emit: emit)
+                }
+            case .packet(let header, let offset, let valid):
+                link(header: header, offset: offset, valid: valid, state: &state, context: context, emit: emit)
+            }
+        }
+    }
+
+    private mutating func link(header: LinkPacketHeader, offset: Int, valid: Bool, state: inout StreamState, context: Context,
+                               emit: (TraceEvent) -> Void) {
+        var info = LinkInfo(header: header, checksumsOK: valid, retransmission: false)
+        let payload = Array(state.decoder.payload)
+        var session: UInt8?
+        if valid {
+            if header.control.contains(.syn) {
+                state.lastDataSequence = header.sequence
+                state.sessions.removeAll()
+                if !payload.isEmpty {
+                    do {
+                        let sync = try LinkSynchronization(decoding: payload)
+                        info.sync = sync
+                        for entry in sync.sessions { links[context.key.link, default: LinkState()].sessionTypes[entry.id] = entry.type }
+                    } catch {
+                        info.syncError = error.detail
+                    }
+                }
+            } else if header.control.contains(.rst) {
+                state.lastDataSequence = nil
+                state.sessions.removeAll()
+            } else if header.control.contains(.eak) {
+                info.eak = payload
+            } else if !payload.isEmpty {
+                if let last = state.lastDataSequence, (header.sequence &- last) == 0 || (header.sequence &- last) >= 128 {
+                    info.retransmission = true
+                } else {
+                    state.lastDataSequence = header.sequence
+                    session = header.session
+                }
+            }
+        }
+        if let session {
+            let type = sessionType(session, payload: payload, link: context.key.link)
+            switch type {
+            case .control:
+                break
+            case .fileTransfer:
+                var datagram = DatagramInfo(sessionType: type, length: payload.count)
+                do { datagram.fileTransfer = try FileTransferDatagram(decoding: payload) } catch { datagram.error = error.detail }
+                info.datagram = datagram
+            default:
+                var datagram = DatagramInfo(sessionType: type, length: payload.count)
+                if type == .externalAccessory {
+                    do { datagram.externalAccessorySession = try ExternalAccessoryDatagram(decoding: payload).protocolSessionID } catch { datagram.error = error.detail }
+                }
+                info.datagram = datagram
+            }
+            output(context.event(.link(info), offset: offset), state: &state, emit: emit)
+            if type == .control {
+                state.sessions[session, default: ControlMessageDecoder(maximumMessageLength: ControlMessage.maximumLength)].append(payload)
+                drainMessages(&state, session: session, context: context, emit: emit)
+            }
+        } else {
+            output(context.event(.link(info), offset: offset), state: &state, emit: emit)
+        }
+    }
+
+    /// The session's type from the link's SYN; without one (a trace that
+    /// starts after link-up), a session whose data starts a control message
+    /// is taken as the control session.
+    private mutating func sessionType(_ session: UInt8, payload: [UInt8], link: LinkKey) -> SessionType {
+        if let known = links[link]?.sessionTypes[session] { return known }
+        if payload.count >= 2, payload[0] == 0x40, payload[1] == 0x40 {
+            links[link, default: LinkState()].sessionTypes[session] = .control
+            return .control
+        }
+        return SessionType(rawValue: 0xFF)
+    }
+
+    private mutating func drainMessages(_ state: inout StreamState, session: UInt8, context: Context, emit: (TraceEvent) -> Void) {
+        while let found = state.sessions[session]?.next() {
+            switch found {
+            case .message(let message, let offset):
+                let info = MessageInfo(session: session, id: message.id, name: MessageCatalog.name(of: message.id),
+                                       length: message.encodedLength, parameters: MessageCatalog.interpret(message))
+                output(context.event(.message(info), offset: offset), state: &state, emit: emit)
+            case .malformed(let id, let offset, let length, let error):
+                let name = MessageCatalog.name(of: id).map { " (\($0))" } ?? ""
+                let detail = "message 0x\(hex16(id))\(name) of \(length) bytes on session \(session): \(error.detail)"
+                output(context.event(.skipped(SkippedInfo(count: ControlMessage.headerLength, reason: "malformed_message", detail: detail)), offset: offset),
+                       state: &state, emit: emit)
+            case .skipped(let skip):
+                output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: "session \(session) stream")), offset: skip.offset),
+                       state: &state, emit: emit)
+            }
+        }
+    }
+
+    private mutating func iap1Info(payload: some Collection<UInt8>, checksumOK: Bool, link: LinkKey) -> IAP1Info {
+        let bytes = Array(payload)
+        do {
+            let packet = try links[link, default: LinkState()].transactions.packet(fromPayload: bytes)
+            return IAP1Info(lingo: packet.lingo, command: packet.command, name: packet.name, transaction: packet.transactionID,
+                            checksumOK: checksumOK, data: packet.data)
+        } catch {
+            return IAP1Info(lingo: bytes.first ?? 0, command: 0, name: nil, transaction: nil, checksumOK: checksumOK, data: [], error: error.detail)
+        }
+    }
+
+    // MARK: - HID reports
+
+    private mutating func ingestReport(_ report: [UInt8], state: inout StreamState, context: Context, emit: (TraceEvent) -> Void) {
+        switch state.hid.append(report: report) {
+        case .pending:
+            return
+        case .rejected(let reason, let bytes):
+            output(context.event(.skipped(SkippedInfo(count: bytes, reason: "hid_report", detail: reason)), offset: state.hidOffset), state: &state, emit: emit)
+            state.hidOffset += bytes
+        case .complete(let packet):
+            var index = 0
+            var skippedStart: Int?
+            func flushSkipped(upTo end: Int, state: inout StreamState) {
+                guard let start = skippedStart else { return }
+                skippedStart = nil
+                let bytes = packet[start..<end]
+                // Reports are zero-padded to their fixed size: zeros are padding.
+                if bytes.allSatisfy({ $0 == 0 }) { return }
+                output(context.event(.skipped(SkippedInfo(count: bytes.count, reason: "garbage", detail: nil)), offset: state.hidOffset + start),
+                       state: &state, emit: emit)
+            }
+            while index < packet.count {
+                if packet[index] == 0x55 || (packet[index] == 0xFF && index + 1 < packet.count && packet[index + 1] == 0x55),
+                   let frame = IAP1Frame.parse(packet, at: index) {
+                    flushSkipped(upTo: index, state: &state)
+                    let info = iap1Info(payload: packet[frame.payloadRange], checksumOK: frame.checksumValid, link: context.key.link)
+                    output(context.event(.iap1(info), offset: state.hidOffset + index), state: &state, emit: emit)
+                    index += frame.checksumValid ? frame.encodedLength : 1
+                } else {
+                    if skippedStart == nil { skippedStart = index }
+                    index += 1
+                }
+            }
+            flushSkipped(upTo: packet.count, state: &state)
+            state.hidOffset += packet.count
+        }
+    }
+}
+
+func hex16(_ value: UInt16) -> String {
+    let digits = String(value, radix: 16, uppercase: true)
+    return String(repeating: "0", count: 4 - digits.count) + digits
+}

@@ -1,0 +1,365 @@
+import IAPWire
+
+/// Renders trace events as JSON lines: the stable interface documented in
+/// Docs/Tracing.md. Keys are snake_case; one object per line.
+public enum TraceJSON {
+    public static func line(for event: TraceEvent) -> String {
+        var json = JSONObjectWriter()
+        json.string("kind", event.kind)
+        json.stringOrNull("dir", event.direction?.rawValue)
+        json.integer("offset", event.offset)
+        if let frame = event.frame { json.integer("frame", frame) }
+        if let line = event.line { json.integer("line", line) }
+        if let endpoint = event.endpoint {
+            json.integer("bus", Int(endpoint.bus))
+            json.integer("device", Int(endpoint.device))
+            json.integer("endpoint", Int(endpoint.endpoint))
+        }
+        switch event.body {
+        case .detect:
+            break
+        case .link(let info):
+            json.integer("seq", Int(info.header.sequence))
+            json.integer("ack", Int(info.header.acknowledgement))
+            json.integer("session", Int(info.header.session))
+            json.raw("control", "[" + info.header.control.names.map { JSONObjectWriter.quoted($0) }.joined(separator: ",") + "]")
+            json.integer("length", info.header.length)
+            json.integer("payload_length", info.header.payloadLength)
+            json.bool("checksums_ok", info.checksumsOK)
+            json.bool("retransmission", info.retransmission)
+            if let sync = info.sync { json.raw("sync", syncObject(sync)) }
+            if let error = info.syncError { json.string("sync_error", error) }
+            if let eak = info.eak { json.raw("eak", "[" + eak.map(String.init).joined(separator: ",") + "]") }
+            if let datagram = info.datagram { json.raw("datagram", datagramObject(datagram)) }
+        case .message(let info):
+            json.integer("session", Int(info.session))
+            json.integer("id", Int(info.id))
+            json.stringOrNull("name", info.name)
+            json.integer("length", info.length)
+            json.raw("params", parameterList(info.parameters))
+        case .iap1(let info):
+            json.integer("lingo", Int(info.lingo))
+            json.integer("command", Int(info.command))
+            json.stringOrNull("name", info.name)
+            json.stringOrNull("lingo_name", IAP1Catalog.lingoNames[info.lingo])
+            if let transaction = info.transaction { json.integer("transaction", Int(transaction)) } else { json.raw("transaction", "null") }
+            json.bool("checksum_ok", info.checksumOK)
+            json.string("data", hexBytes(info.data, separator: ""))
+            if let error = info.error { json.string("error", error) }
+        case .skipped(let info):
+            json.integer("bytes", info.count)
+            json.string("reason", info.reason)
+            if let detail = info.detail { json.string("detail", detail) }
+        }
+        return json.finish()
+    }
+
+    static func syncObject(_ sync: LinkSynchronization) -> String {
+        var json = JSONObjectWriter()
+        json.integer("version", Int(sync.version))
+        json.integer("max_outstanding", Int(sync.maximumOutstandingPackets))
+        json.integer("max_packet_length", Int(sync.maximumPacketLength))
+        json.integer("retransmit_timeout_ms", Int(sync.retransmitTimeoutMilliseconds))
+        json.integer("cumulative_ack_timeout_ms", Int(sync.cumulativeAckTimeoutMilliseconds))
+        json.integer("max_retransmissions", Int(sync.maximumRetransmissions))
+        json.integer("max_cumulative_acks", Int(sync.maximumCumulativeAcks))
+        json.bool("zero_ack", sync.isZeroAck)
+        let sessions = sync.sessions.map { session in
+            var entry = JSONObjectWriter()
+            entry.integer("id", Int(session.id))
+            entry.integer("type", Int(session.type.rawValue))
+            entry.string("type_name", session.type.name)
+            entry.integer("version", Int(session.version))
+            return entry.finish()
+        }
+        json.raw("sessions", "[" + sessions.joined(separator: ",") + "]")
+        let violations = sync.violations
+        if !violations.isEmpty {
+            json.raw("violations", "[" + violations.map { JSONObjectWriter.quoted($0) }.joined(separator: ",") + "]")
+        }
+        return json.finish()
+    }
+
+    static func datagramObject(_ datagram: DatagramInfo) -> String {
+        var json = JSONObjectWriter()
+        json.string("session_type", datagram.sessionType.name)
+        json.integer("length", datagram.length)
+        if let transfer = datagram.fileTransfer {
+            json.integer("transfer_id", Int(transfer.transferID))
+            json.integer("opcode", Int(transfer.control.rawValue))
+            json.string("opcode_name", transfer.control.name)
+            if let size = transfer.fileSize { json.raw("file_size", String(size)) }
+            if transfer.control.carriesData { json.integer("data_length", transfer.body.count) }
+        }
+        if let session = datagram.externalAccessorySession { json.integer("ea_session", Int(session)) }
+        if let error = datagram.error { json.string("error", error) }
+        return json.finish()
+    }
+
+    static func parameterList(_ parameters: [InterpretedParameter]) -> String {
+        "[" + parameters.map(parameterObject).joined(separator: ",") + "]"
+    }
+
+    static func parameterObject(_ parameter: InterpretedParameter) -> String {
+        var json = JSONObjectWriter()
+        json.integer("id", Int(parameter.id))
+        json.stringOrNull("name", parameter.name)
+        json.string("type", parameter.type.rawValue)
+        switch parameter.value {
+        case .none: json.raw("value", "null")
+        case .bool(let value): json.bool("value", value)
+        case .unsigned(let value): json.raw("value", String(value))
+        case .signed(let value): json.raw("value", String(value))
+        case .enumeration(let value, let name):
+            json.integer("value", Int(value))
+            if let name { json.string("value_name", name) }
+        case .string(let value): json.string("value", value)
+        case .blob(let bytes): json.string("value", hexBytes(bytes, separator: ""))
+        case .messageIDs(let ids):
+            json.raw("value", "[" + ids.map { String($0) }.joined(separator: ",") + "]")
+        case .uint64s(let ids):
+            json.raw("value", "[" + ids.map { String($0) }.joined(separator: ",") + "]")
+        case .group(let members):
+            json.raw("params", parameterList(members))
+        case .invalid(let bytes, let reason):
+            json.string("value", hexBytes(bytes, separator: ""))
+            json.string("error", reason)
+        }
+        return json.finish()
+    }
+}
+
+/// Builds one JSON object as text, in key order.
+struct JSONObjectWriter {
+    private var text = "{"
+    private var first = true
+
+    private mutating func key(_ key: String) {
+        if !first { text += "," }
+        first = false
+        text += "\"" + key + "\":"
+    }
+
+    mutating func string(_ name: String, _ value: String) {
+        key(name)
+        text += Self.quoted(value)
+    }
+    mutating func stringOrNull(_ name: String, _ value: String?) {
+        key(name)
+        text += value.map(Self.quoted) ?? "null"
+    }
+    mutating func integer(_ name: String, _ value: Int) {
+        key(name)
+        text += String(value)
+    }
+    mutating func bool(_ name: String, _ value: Bool) {
+        key(name)
+        text += value ? "true" : "false"
+    }
+    mutating func raw(_ name: String, _ json: String) {
+        key(name)
+        text += json
+    }
+    mutating func finish() -> String { text + "}" }
+
+    static func quoted(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let digits = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Renders trace events as readable text: one line per packet, with messages
+/// and their parameters indented below.
+public enum TraceText {
+    public static func lines(for event: TraceEvent) -> [String] {
+        let direction = (event.direction?.rawValue ?? "-").padding(to: 3)
+        var location = ""
+        if let frame = event.frame { location += "#\(frame) " }
+        if let line = event.line { location += "L\(line) " }
+        if let endpoint = event.endpoint { location += "ep\(String(format2: endpoint.endpoint)) " }
+        let prefix = "\(direction) \(location)@\(event.offset)".padding(to: 20) + " "
+        switch event.body {
+        case .detect:
+            return [prefix + "detect FF 55 02 00 EE 10"]
+        case .link(let info):
+            let header = info.header
+            var line = prefix + "link \(header.control) seq=\(header.sequence) ack=\(header.acknowledgement) session=\(header.session) len=\(header.length)"
+            if header.payloadLength > 0 { line += " payload=\(header.payloadLength)" }
+            if !info.checksumsOK { line += "  ** payload checksum mismatch **" }
+            if info.retransmission { line += "  (retransmission)" }
+            var lines = [line]
+            let indent = String(repeating: " ", count: 24)
+            if let sync = info.sync {
+                lines.append(indent + "sync v\(sync.version) max_outstanding=\(sync.maximumOutstandingPackets) max_packet_length=\(sync.maximumPacketLength)"
+                             + (sync.isZeroAck ? " zero-ACK"
+                                : " retransmit=\(sync.retransmitTimeoutMilliseconds)ms cumulative_ack=\(sync.cumulativeAckTimeoutMilliseconds)ms max_retransmissions=\(sync.maximumRetransmissions) max_cumulative_acks=\(sync.maximumCumulativeAcks)"))
+                lines.append(indent + "sessions: " + (sync.sessions.isEmpty ? "none" : sync.sessions.map { "\($0.id) \($0.type.name) v\($0.version)" }.joined(separator: ", ")))
+                for violation in sync.violations { lines.append(indent + "out of bounds: " + violation) }
+            }
+            if let error = info.syncError { lines.append(indent + "sync payload unreadable: " + error) }
+            if let eak = info.eak { lines.append(indent + "EAK sequence numbers: " + eak.map(String.init).joined(separator: " ")) }
+            if let datagram = info.datagram {
+                var text = indent + "\(datagram.sessionType.name) datagram, \(datagram.length) bytes"
+                if let transfer = datagram.fileTransfer {
+                    text += ": transfer \(transfer.transferID) \(transfer.control.name)"
+                    if let size = transfer.fileSize { text += " size=\(size)" }
+                    if transfer.control.carriesData { text += " data=\(transfer.body.count)" }
+                }
+                if let session = datagram.externalAccessorySession { text += ": EA session \(session)" }
+                if let error = datagram.error { text += " (\(error))" }
+                lines.append(text)
+            }
+            return lines
+        case .message(let info):
+            var lines = [prefix + "message session=\(info.session) \(info.name ?? "unknown") (0x\(hex16(info.id))) \(info.length) bytes"]
+            appendParameters(info.parameters, depth: 1, to: &lines)
+            return lines
+        case .iap1(let info):
+            let lingo = IAP1Catalog.lingoNames[info.lingo] ?? "lingo 0x\(String(format2: info.lingo))"
+            var line = prefix + "iap1 \(lingo) \(info.name ?? "command 0x\(String(info.command, radix: 16, uppercase: true))")"
+            if let transaction = info.transaction { line += " transaction=\(transaction)" }
+            if !info.data.isEmpty { line += " data=\(hexBytes(info.data.prefix(32), separator: " "))\(info.data.count > 32 ? " …(\(info.data.count) bytes)" : "")" }
+            if !info.checksumOK { line += "  ** checksum mismatch **" }
+            if let error = info.error { line += "  (\(error))" }
+            return [line]
+        case .skipped(let info):
+            var line = prefix + "skipped \(info.count) bytes: \(info.reason)"
+            if let detail = info.detail { line += " (\(detail))" }
+            return [line]
+        }
+    }
+
+    static func appendParameters(_ parameters: [InterpretedParameter], depth: Int, to lines: inout [String]) {
+        let indent = String(repeating: " ", count: 22 + depth * 4)
+        for parameter in parameters {
+            let name = parameter.name ?? "param"
+            switch parameter.value {
+            case .group(let members):
+                lines.append(indent + "\(parameter.id) \(name):")
+                appendParameters(members, depth: depth + 1, to: &lines)
+            default:
+                lines.append(indent + "\(parameter.id) \(name) = \(describe(parameter.value))")
+            }
+        }
+    }
+
+    static func describe(_ value: ParameterValue) -> String {
+        switch value {
+        case .none: return "(flag)"
+        case .bool(let value): return value ? "true" : "false"
+        case .unsigned(let value): return String(value)
+        case .signed(let value): return String(value)
+        case .enumeration(let value, let name): return name.map { "\(value) (\($0))" } ?? String(value)
+        case .string(let value): return JSONObjectWriter.quoted(value)
+        case .blob(let bytes): return "<\(hexBytes(bytes.prefix(48), separator: " "))\(bytes.count > 48 ? " …" : "")> (\(bytes.count) bytes)"
+        case .messageIDs(let ids): return ids.map { id in MessageCatalog.name(of: id).map { "\($0)" } ?? "0x\(hex16(id))" }.joined(separator: ", ")
+        case .uint64s(let ids): return ids.map(String.init).joined(separator: ", ")
+        case .group: return "(group)"
+        case .invalid(let bytes, let reason): return "<\(hexBytes(bytes.prefix(48), separator: " "))> ** \(reason) **"
+        }
+    }
+}
+
+/// Counts over a whole trace, for `--stats`.
+public struct TraceStatistics: Sendable {
+    public var linkPackets: [String: Int] = ["out": 0, "in": 0, "unknown": 0]
+    public var detects = 0
+    public var messages: [UInt16: Int] = [:]
+    public var iap1Packets = 0
+    public var iap1Commands: [String: Int] = [:]
+    public var skippedBytes = 0
+    public var skippedByReason: [String: Int] = [:]
+    public var checksumErrors = 0
+    public var retransmissions = 0
+    public var malformedMessages = 0
+
+    public init() {}
+
+    public mutating func record(_ event: TraceEvent) {
+        switch event.body {
+        case .detect:
+            detects += 1
+        case .link(let info):
+            linkPackets[event.direction?.rawValue ?? "unknown", default: 0] += 1
+            if !info.checksumsOK { checksumErrors += 1 }
+            if info.retransmission { retransmissions += 1 }
+        case .message(let info):
+            messages[info.id, default: 0] += 1
+        case .iap1(let info):
+            iap1Packets += 1
+            iap1Commands[info.name ?? "0x\(String(format2: info.lingo))/0x\(hex16(info.command))", default: 0] += 1
+            if !info.checksumOK { checksumErrors += 1 }
+        case .skipped(let info):
+            skippedBytes += info.count
+            skippedByReason[info.reason, default: 0] += info.count
+            if info.reason == "bad_header_checksum" { checksumErrors += 1 }
+            if info.reason == "malformed_message" { malformedMessages += 1 }
+            if info.reason == "invalid_hex" { skippedByReason["invalid_hex_lines", default: 0] += 1 }
+        }
+    }
+
+    public var json: String {
+        var json = JSONObjectWriter()
+        var packets = JSONObjectWriter()
+        for direction in ["out", "in", "unknown"] { packets.integer(direction, linkPackets[direction] ?? 0) }
+        json.raw("link_packets", packets.finish())
+        var messageCounts = JSONObjectWriter()
+        for (id, count) in messages.sorted(by: { $0.key < $1.key }) { messageCounts.integer("0x" + hex16(id), count) }
+        json.raw("messages", messageCounts.finish())
+        json.integer("iap1_packets", iap1Packets)
+        json.integer("skipped_bytes", skippedBytes)
+        json.integer("checksum_errors", checksumErrors)
+        json.integer("detects", detects)
+        json.integer("retransmissions", retransmissions)
+        json.integer("malformed_messages", malformedMessages)
+        var reasons = JSONObjectWriter()
+        for (reason, count) in skippedByReason.sorted(by: { $0.key < $1.key }) { reasons.integer(reason, count) }
+        json.raw("skipped", reasons.finish())
+        return json.finish()
+    }
+
+    public var text: [String] {
+        var lines = ["link packets: out \(linkPackets["out"] ?? 0), in \(linkPackets["in"] ?? 0)"
+                     + ((linkPackets["unknown"] ?? 0) > 0 ? ", no direction \(linkPackets["unknown"] ?? 0)" : "")]
+        lines.append("detect sequences: \(detects)")
+        lines.append("retransmissions: \(retransmissions)")
+        lines.append("messages: \(messages.values.reduce(0, +))")
+        for (id, count) in messages.sorted(by: { $0.key < $1.key }) {
+            lines.append("  0x\(hex16(id)) \((MessageCatalog.name(of: id) ?? "unknown").padding(to: 40)) \(count)")
+        }
+        lines.append("iAP1 packets: \(iap1Packets)")
+        for (name, count) in iap1Commands.sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(name.padding(to: 46)) \(count)")
+        }
+        lines.append("problems:")
+        lines.append("  checksum errors: \(checksumErrors)")
+        lines.append("  malformed messages: \(malformedMessages)")
+        lines.append("  skipped bytes: \(skippedBytes)")
+        for (reason, count) in skippedByReason.sorted(by: { $0.key < $1.key }) {
+            lines.append("    \(reason.padding(to: 24)) \(count)")
+        }
+        return lines
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,183 @@
+/// A control-session message:
+///
+/// ```
+/// 40 40 | length (2, includes this 6-byte header) | message id (2) | parameters
+/// ```
+public struct ControlMessage: Hashable, Sendable {
+    public static let startOfMessage: (UInt8, UInt8) = (0x40, 0x40)
+    public static let headerLength = 6
+    public static let maximumLength = 0xFFFF
+
+    public var id: UInt16
+    public var parameters: [Parameter]
+
+    public init(id: UInt16, parameters: [Parameter] = []) {
+        self.id = id
+        self.parameters = parameters
+    }
+
+    public var encodedLength: Int { Self.headerLength + parameters.reduce(0) { $0 + $1.encodedLength } }
+
+    public func encode(into buffer: inout [UInt8]) throws(WireError) {
+        let length = encodedLength
+        guard length <= Self.maximumLength else {
+            throw WireError(.tooLarge, "message 0x\(String(id, radix: 16)) would be \(length) bytes, over the \(Self.maximumLength)-byte maximum")
+        }
+        buffer.reserveCapacity(buffer.count + length)
+        buffer.append(0x40)
+        buffer.append(0x40)
+        buffer.appendBigEndian(UInt16(length))
+        buffer.appendBigEndian(id)
+        for parameter in parameters { try parameter.encode(into: &buffer) }
+    }
+
+    public func encoded() throws(WireError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        try encode(into: &bytes)
+        return bytes
+    }
+
+    /// Decodes one message that fills `bytes` exactly. Groups are kept as raw
+    /// parameter data; read them with `Parameter.group()`.
+    public init(decoding bytes: some Collection<UInt8>) throws(WireError) {
+        let bytes = Array(bytes)
+        guard bytes.count >= Self.headerLength else {
+            throw WireError(.truncated, "a control message needs \(Self.headerLength) header bytes, got \(bytes.count)")
+        }
+        guard bytes[0] == 0x40, bytes[1] == 0x40 else {
+            throw WireError(.badStartOfPacket, "expected 40 40, found \(hex(bytes[0])) \(hex(bytes[1]))")
+        }
+        let length = Int(bytes[2]) << 8 | Int(bytes[3])
+        guard length >= Self.headerLength else {
+            throw WireError(.badLength, "message length \(length) is shorter than its header")
+        }
+        guard length == bytes.count else {
+            throw WireError(length > bytes.count ? .truncated : .badLength, "message length field says \(length) bytes, have \(bytes.count)")
+        }
+        let id = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
+        self.init(id: id, parameters: try Parameter.list(decoding: bytes[Self.headerLength...]))
+    }
+
+    /// The first parameter with this id.
+    public func parameter(_ id: UInt16) -> Parameter? { parameters.first { $0.id == id } }
+    /// Every parameter with this id (repeated ids form lists).
+    public func parameters(_ id: UInt16) -> [Parameter] { parameters.filter { $0.id == id } }
+}
+
+/// One parameter: `length (2, includes this 4-byte header) | id (2) | data`.
+/// The data is kept as bytes; typed accessors read it.
+public struct Parameter: Hashable, Sendable {
+    public static let headerLength = 4
+    /// Nesting limit used when groups are interpreted recursively.
+    public static let defaultMaximumDepth = 8
+
+    public var id: UInt16
+    public var data: [UInt8]
+
+    public init(id: UInt16, data: [UInt8] = []) {
+        self.id = id
+        self.data = data
+    }
+
+    public var encodedLength: Int { Self.headerLength + data.count }
+
+    public func encode(into buffer: inout [UInt8]) throws(WireError) {
+        guard encodedLength <= 0xFFFF else {
+            throw WireError(.tooLarge, "parameter \(id) would be \(encodedLength) bytes, over the 65535-byte maximum")
+        }
+        buffer.appendBigEndian(UInt16(encodedLength))
+        buffer.appendBigEndian(id)
+        buffer.append(contentsOf: data)
+    }
+
+    /// Parses a parameter list that must fill `bytes` exactly.
+    public static func list(decoding bytes: some Collection<UInt8>) throws(WireError) -> [Parameter] {
+        let bytes = Array(bytes)
+        var result: [Parameter] = []
+        var index = 0
+        while index < bytes.count {
+            guard bytes.count - index >= headerLength else {
+                throw WireError(.truncated, "\(bytes.count - index) stray bytes after the last parameter at offset \(index)")
+            }
+            let length = Int(bytes[index]) << 8 | Int(bytes[index + 1])
+            let id = UInt16(bytes[index + 2]) << 8 | UInt16(bytes[index + 3])
+            guard length >= headerLength else {
+                throw WireError(.badLength, "parameter \(id) at offset \(index) has length \(length), shorter than its header")
+            }
+            guard index + length <= bytes.count else {
+                throw WireError(.truncated, "parameter \(id) at offset \(index) claims \(length) bytes, only \(bytes.count - index) remain")
+            }
+            result.append(Parameter(id: id, data: Array(bytes[index + headerLength..<index + length])))
+            index += length
+        }
+        return result
+    }
+
+    /// True when `bytes` is exactly a well-formed parameter list (used to
+    /// recognise groups that the catalog does not describe).
+    public static func isParameterList(_ bytes: some Collection<UInt8>) -> Bool {
+        (try? list(decoding: bytes)) != nil
+    }
+}
+
+// MARK: - Typed values
+
+extension Parameter {
+    public static func none(_ id: UInt16) -> Parameter { Parameter(id: id) }
+    public static func bool(_ id: UInt16, _ value: Bool) -> Parameter { Parameter(id: id, data: [value ? 1 : 0]) }
+    public static func uint8(_ id: UInt16, _ value: UInt8) -> Parameter { integer(id, value) }
+    public static func uint16(_ id: UInt16, _ value: UInt16) -> Parameter { integer(id, value) }
+    public static func uint32(_ id: UInt16, _ value: UInt32) -> Parameter { integer(id, value) }
+    public static func uint64(_ id: UInt16, _ value: UInt64) -> Parameter { integer(id, value) }
+    public static func integer<T: FixedWidthInteger>(_ id: UInt16, _ value: T) -> Parameter {
+        var data: [UInt8] = []
+        data.appendBigEndian(value)
+        return Parameter(id: id, data: data)
+    }
+    /// UTF-8 with the terminating NUL the format requires.
+    public static func string(_ id: UInt16, _ value: String) -> Parameter {
+        Parameter(id: id, data: Array(value.utf8) + [0])
+    }
+    public static func blob(_ id: UInt16, _ value: [UInt8]) -> Parameter { Parameter(id: id, data: value) }
+    public static func group(_ id: UInt16, _ parameters: [Parameter]) throws(WireError) -> Parameter {
+        var data: [UInt8] = []
+        for parameter in parameters { try parameter.encode(into: &data) }
+        return Parameter(id: id, data: data)
+    }
+
+    /// The data as a big-endian unsigned integer of exactly `T`'s width.
+    public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(WireError) -> T {
+        guard data.count == T.bitWidth / 8 else {
+            throw WireError(.badLength, "parameter \(id) has \(data.count) bytes, a \(T.self) needs \(T.bitWidth / 8)")
+        }
+        var value: T = 0
+        for byte in data { value = value << 8 | T(byte) }
+        return value
+    }
+
+    public func bool() throws(WireError) -> Bool {
+        guard data.count == 1 else { throw WireError(.badLength, "parameter \(id) has \(data.count) bytes, a bool needs 1") }
+        guard data[0] <= 1 else { throw WireError(.badValue, "parameter \(id) holds \(data[0]), a bool is 0 or 1") }
+        return data[0] == 1
+    }
+
+    /// A NUL-terminated UTF-8 string. The NUL is required; bytes after it and
+    /// invalid UTF-8 are errors.
+    public func string() throws(WireError) -> String {
+        guard let nul = data.firstIndex(of: 0) else {
+            throw WireError(.badValue, "parameter \(id) is not NUL-terminated")
+        }
+        guard nul == data.count - 1 else {
+            throw WireError(.badValue, "parameter \(id) has \(data.count - 1 - nul) bytes after its NUL terminator")
+        }
+        guard let string = String(validating: data[..<nul], as: UTF8.self) else {
+            throw WireError(.badValue, "parameter \(id) is not valid UTF-8")
+        }
+        return string
+    }
+
+    /// The data as a nested parameter list.
+    public func group() throws(WireError) -> [Parameter] {
+        try Parameter.list(decoding: data)
+    }
+}

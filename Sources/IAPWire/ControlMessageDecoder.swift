@@ -1,0 +1,130 @@
+/// Reassembles control-session messages from a session's byte stream: one
+/// message may span several link packets, and one packet may hold the end of
+/// one message and the start of the next.
+///
+/// A candidate must start with `40 40`, claim a length within the maximum and
+/// hold a parameter list that fills that length exactly. A candidate whose
+/// parameters do not fit is reported as `.malformed` and scanning resumes
+/// after its header, so one bad message never hides the next. Bytes that start
+/// no message (a trace that begins mid-message) are reported as skipped.
+public struct ControlMessageDecoder: Sendable {
+    public enum SkipReason: String, Hashable, Sendable {
+        case garbage
+        case badLength = "bad_length"
+        /// Bytes inside the span of a malformed message.
+        case malformedMessage = "malformed_message"
+        case truncated
+    }
+
+    public struct Skipped: Hashable, Sendable {
+        public var offset: Int
+        public var count: Int
+        public var reason: SkipReason
+    }
+
+    public enum Event: Hashable, Sendable {
+        case message(ControlMessage, offset: Int)
+        case malformed(id: UInt16, offset: Int, length: Int, error: WireError)
+        case skipped(Skipped)
+    }
+
+    public let maximumMessageLength: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var bufferOffset = 0
+    private var pendingSkip: Skipped?
+    private var suspectEnd = 0
+    private var suspectReason = SkipReason.garbage
+    private var finished = false
+
+    public init(maximumMessageLength: Int = ControlMessage.maximumLength) {
+        self.maximumMessageLength = max(ControlMessage.headerLength, min(maximumMessageLength, ControlMessage.maximumLength))
+    }
+
+    public var bufferedByteCount: Int { buffer.count - start }
+
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        if start > 0 {
+            buffer.removeSubrange(0..<start)
+            bufferOffset += start
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func finish() { finished = true }
+
+    public mutating func next() -> Event? {
+        while true {
+            guard start < buffer.count else {
+                if finished, let skip = pendingSkip {
+                    pendingSkip = nil
+                    return .skipped(skip)
+                }
+                return nil
+            }
+            let absolute = bufferOffset + start
+            let available = buffer.count - start
+            var skip: (count: Int, reason: SkipReason)?
+
+            if buffer[start] == 0x40 {
+                if available < 2 || (buffer[start + 1] == 0x40 && available < ControlMessage.headerLength) {
+                    if !finished { return nil }
+                    suspectEnd = bufferOffset + buffer.count
+                    suspectReason = .truncated
+                    skip = (1, .truncated)
+                } else if buffer[start + 1] == 0x40 {
+                    let length = Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
+                    let id = UInt16(buffer[start + 4]) << 8 | UInt16(buffer[start + 5])
+                    if length < ControlMessage.headerLength || length > maximumMessageLength {
+                        skip = (1, .badLength)
+                    } else if available < length {
+                        if !finished { return nil }
+                        suspectEnd = bufferOffset + buffer.count
+                        suspectReason = .truncated
+                        skip = (1, .truncated)
+                    } else {
+                        if let pending = pendingSkip {
+                            pendingSkip = nil
+                            return .skipped(pending)
+                        }
+                        let body = buffer[start + ControlMessage.headerLength..<start + length]
+                        do {
+                            let parameters = try Parameter.list(decoding: body)
+                            start += length
+                            return .message(ControlMessage(id: id, parameters: parameters), offset: absolute)
+                        } catch {
+                            start += ControlMessage.headerLength
+                            if absolute + length > suspectEnd || suspectReason != .truncated {
+                                suspectEnd = max(suspectEnd, absolute + length)
+                                suspectReason = .malformedMessage
+                            }
+                            return .malformed(id: id, offset: absolute, length: length, error: error)
+                        }
+                    }
+                }
+            }
+            let (count, reason) = skip ?? scanToNextCandidate(from: absolute)
+            start += count
+            if var pending = pendingSkip, pending.reason == reason, pending.offset + pending.count == absolute {
+                pending.count += count
+                pendingSkip = pending
+                continue
+            }
+            let previous = pendingSkip
+            pendingSkip = Skipped(offset: absolute, count: count, reason: reason)
+            if let previous { return .skipped(previous) }
+        }
+    }
+
+    /// Bytes up to the next `40`, stopping at the edge of a suspect region so
+    /// that each byte gets one reason.
+    private func scanToNextCandidate(from absolute: Int) -> (Int, SkipReason) {
+        let inSuspect = absolute < suspectEnd
+        var limit = buffer.count
+        if inSuspect { limit = min(limit, suspectEnd - bufferOffset) }
+        var index = start + 1
+        while index < limit, buffer[index] != 0x40 { index += 1 }
+        return (index - start, inSuspect ? suspectReason : .garbage)
+    }
+}

@@ -1,0 +1,266 @@
+/// A legacy iAP1 packet (the older iPod accessory protocol), as found in
+/// traces from older head units.
+///
+/// Frame: `[FF] 55 len payload checksum`, where `len` is one byte, or
+/// `00 hi lo` for payloads over 255 bytes, and the checksum makes the length
+/// bytes, payload and checksum sum to zero. The payload is `lingo command
+/// [transaction id] data`; the Extended Interface lingo (0x04) uses 16-bit
+/// command ids, the others 8-bit.
+public struct IAP1Packet: Hashable, Sendable {
+    public static let extendedInterfaceLingo: UInt8 = 0x04
+    public static let generalLingo: UInt8 = 0x00
+
+    public var lingo: UInt8
+    public var command: UInt16
+    public var transactionID: UInt16?
+    public var data: [UInt8]
+
+    public init(lingo: UInt8, command: UInt16, transactionID: UInt16? = nil, data: [UInt8] = []) {
+        self.lingo = lingo
+        self.command = command
+        self.transactionID = transactionID
+        self.data = data
+    }
+
+    public static func commandWidth(lingo: UInt8) -> Int { lingo == extendedInterfaceLingo ? 2 : 1 }
+
+    public var payload: [UInt8] {
+        var bytes: [UInt8] = [lingo]
+        if Self.commandWidth(lingo: lingo) == 2 { bytes.appendBigEndian(command) } else { bytes.append(UInt8(truncatingIfNeeded: command)) }
+        if let transactionID { bytes.appendBigEndian(transactionID) }
+        return bytes + data
+    }
+
+    /// The framed packet, with the `FF` sync byte when `sync` is true (UART).
+    public func encoded(sync: Bool = false) throws(WireError) -> [UInt8] {
+        let payload = self.payload
+        guard payload.count <= 0xFFFF else {
+            throw WireError(.tooLarge, "iAP1 payload of \(payload.count) bytes exceeds 65535")
+        }
+        var bytes: [UInt8] = sync ? [0xFF, 0x55] : [0x55]
+        let lengthStart = bytes.count
+        if payload.count <= 0xFF {
+            bytes.append(UInt8(payload.count))
+        } else {
+            bytes.append(0)
+            bytes.appendBigEndian(UInt16(payload.count))
+        }
+        bytes.append(contentsOf: payload)
+        bytes.append(Checksum.of(bytes[lengthStart...]))
+        return bytes
+    }
+
+    /// Reads lingo, command, optional transaction id and data from a frame payload.
+    public init(payload: some Collection<UInt8>, hasTransactionID: Bool) throws(WireError) {
+        let bytes = Array(payload)
+        guard let lingo = bytes.first else { throw WireError(.truncated, "iAP1 payload is empty") }
+        let width = Self.commandWidth(lingo: lingo)
+        let header = 1 + width + (hasTransactionID ? 2 : 0)
+        guard bytes.count >= header else {
+            throw WireError(.truncated, "iAP1 payload of \(bytes.count) bytes is shorter than lingo, command\(hasTransactionID ? " and transaction id" : "")")
+        }
+        let command = width == 2 ? UInt16(bytes[1]) << 8 | UInt16(bytes[2]) : UInt16(bytes[1])
+        let transaction = hasTransactionID ? UInt16(bytes[1 + width]) << 8 | UInt16(bytes[2 + width]) : nil
+        self.init(lingo: lingo, command: command, transactionID: transaction, data: Array(bytes[header...]))
+    }
+
+    public var name: String? { IAP1Catalog.name(lingo: lingo, command: command) }
+}
+
+/// A frame located in a buffer whose boundaries are known (a reassembled
+/// USB HID report): the payload range and whether the checksum holds.
+public struct IAP1Frame: Hashable, Sendable {
+    public var payloadRange: Range<Int>
+    public var encodedLength: Int
+    public var checksumValid: Bool
+
+    /// Parses a frame starting at `start` (an optional `FF`, then `55`).
+    /// Returns nil when no frame starts there or it does not fit in `bytes`.
+    public static func parse(_ bytes: [UInt8], at start: Int) -> IAP1Frame? {
+        var index = start
+        if index < bytes.count, bytes[index] == 0xFF { index += 1 }
+        guard index < bytes.count, bytes[index] == 0x55 else { return nil }
+        let lengthStart = index + 1
+        guard lengthStart < bytes.count else { return nil }
+        var length = Int(bytes[lengthStart])
+        var lengthBytes = 1
+        if length == 0 {
+            guard lengthStart + 2 < bytes.count else { return nil }
+            length = Int(bytes[lengthStart + 1]) << 8 | Int(bytes[lengthStart + 2])
+            lengthBytes = 3
+        }
+        let payloadStart = lengthStart + lengthBytes
+        let end = payloadStart + length + 1
+        guard length >= 2, end <= bytes.count else { return nil }
+        let valid = Checksum.of(bytes[lengthStart..<end - 1]) == bytes[end - 1]
+        return IAP1Frame(payloadRange: payloadStart..<end - 1, encodedLength: end - start, checksumValid: valid)
+    }
+}
+
+/// Decides whether iAP1 payloads carry transaction ids. They do once IDPS
+/// identification has started (StartIDPS carries the first one). When a trace
+/// starts mid-session, the mode is inferred from commands whose data length
+/// is fixed: a payload two bytes longer than the command takes can only hold
+/// a transaction id.
+public struct IAP1TransactionTracker: Hashable, Sendable {
+    public enum Mode: Hashable, Sendable { case unknown, present, absent }
+    public private(set) var mode: Mode = .unknown
+
+    public init(mode: Mode = .unknown) { self.mode = mode }
+
+    /// Reads a frame payload, updating the mode first from what it shows.
+    public mutating func packet(fromPayload payload: some Collection<UInt8>) throws(WireError) -> IAP1Packet {
+        let bytes = Array(payload)
+        guard bytes.count >= 2 else { throw WireError(.truncated, "iAP1 payload of \(bytes.count) bytes has no command") }
+        let lingo = bytes[0]
+        let width = IAP1Packet.commandWidth(lingo: lingo)
+        guard bytes.count >= 1 + width else { throw WireError(.truncated, "iAP1 payload of \(bytes.count) bytes has no command") }
+        let command = width == 2 ? UInt16(bytes[1]) << 8 | UInt16(bytes[2]) : UInt16(bytes[1])
+        let dataLength = bytes.count - 1 - width
+
+        if lingo == IAP1Packet.generalLingo && (command == IAP1Catalog.startIDPS) {
+            mode = dataLength >= 2 ? .present : mode
+        } else if lingo == IAP1Packet.generalLingo && command == IAP1Catalog.identifyDeviceLingoes {
+            // Identification without IDPS: no transaction ids on this link.
+            mode = .absent
+        } else if mode == .unknown, let lengths = IAP1Catalog.fixedDataLengths[IAP1Catalog.key(lingo, command)] {
+            let withTransaction = dataLength >= 2 && lengths.contains(dataLength - 2)
+            let without = lengths.contains(dataLength)
+            if withTransaction && !without { mode = .present } else if without && !withTransaction { mode = .absent }
+        }
+        return try IAP1Packet(payload: bytes, hasTransactionID: mode == .present)
+    }
+}
+
+/// Names of the iAP1 lingoes and commands that traces of head units show.
+public enum IAP1Catalog {
+    static let startIDPS: UInt16 = 0x38
+    static let identifyDeviceLingoes: UInt16 = 0x13
+
+    static func key(_ lingo: UInt8, _ command: UInt16) -> UInt32 { UInt32(lingo) << 16 | UInt32(command) }
+
+    public static let lingoNames: [UInt8: String] = [
+        0x00: "General", 0x01: "Microphone", 0x02: "SimpleRemote", 0x03: "DisplayRemote",
+        0x04: "ExtendedInterface", 0x05: "AccessoryPower", 0x06: "USBHostMode", 0x07: "RFTuner",
+        0x08: "AccessoryEqualizer", 0x09: "Sports", 0x0A: "DigitalAudio", 0x0C: "Storage",
+    ]
+
+    public static func name(lingo: UInt8, command: UInt16) -> String? { commandNames[key(lingo, command)] }
+
+    static let commandNames: [UInt32: String] = {
+        var names: [UInt32: String] = [:]
+        let general: [(UInt16, String)] = [
+            (0x00, "RequestIdentify"), (0x02, "iPodAck"), (0x13, "IdentifyDeviceLingoes"),
+            (0x14, "GetDevAuthenticationInfo"), (0x15, "RetDevAuthenticationInfo"),
+            (0x17, "GetDevAuthenticationSignature"), (0x18, "RetDevAuthenticationSignature"),
+            (0x38, "StartIDPS"), (0x39, "SetFIDTokenValues"), (0x3A, "RetFIDTokenValueACKs"),
+            (0x3B, "EndIDPS"), (0x3C, "IDPSStatus"), (0x4B, "GetiPodOptionsForLingo"),
+            (0xEE, "iAP2Detect"),
+        ]
+        let extended: [(UInt16, String)] = [
+            (0x0001, "ACK"),
+            (0x0016, "ResetDBSelection"), (0x0017, "SelectDBRecord"),
+            (0x0018, "GetNumberCategorizedDBRecords"), (0x0019, "ReturnNumberCategorizedDBRecords"),
+            (0x001A, "RetrieveCategorizedDatabaseRecords"), (0x001B, "ReturnCategorizedDatabaseRecord"),
+            (0x001C, "GetPlayStatus"), (0x001D, "ReturnPlayStatus"),
+            (0x001E, "GetCurrentPlayingTrackIndex"), (0x001F, "ReturnCurrentPlayingTrackIndex"),
+            (0x0020, "GetIndexedPlayingTrackTitle"), (0x0021, "ReturnIndexedPlayingTrackTitle"),
+            (0x0022, "GetIndexedPlayingTrackArtistName"), (0x0023, "ReturnIndexedPlayingTrackArtistName"),
+            (0x0024, "GetIndexedPlayingTrackAlbumName"), (0x0025, "ReturnIndexedPlayingTrackAlbumName"),
+            (0x0026, "SetPlayStatusChangeNotification"), (0x0027, "PlayStatusChangeNotification"),
+            (0x0028, "PlayCurrentSelection"), (0x0029, "PlayControl"),
+            (0x002C, "GetShuffle"), (0x002D, "ReturnShuffle"), (0x002E, "SetShuffle"),
+            (0x002F, "GetRepeat"), (0x0030, "ReturnRepeat"), (0x0031, "SetRepeat"),
+            (0x0035, "GetNumPlayingTracks"), (0x0036, "ReturnNumPlayingTracks"),
+            (0x0037, "SetCurrentPlayingTrack"),
+        ]
+        for (command, name) in general { names[key(0x00, command)] = name }
+        for (command, name) in extended { names[key(0x04, command)] = name }
+        return names
+    }()
+
+    /// Data lengths (after lingo, command and any transaction id) of commands
+    /// whose size is fixed by their definition; used to infer whether a trace
+    /// that starts mid-session uses transaction ids.
+    static let fixedDataLengths: [UInt32: Set<Int>] = [
+        key(0x00, 0x00): [0],            // RequestIdentify
+        key(0x00, 0x02): [2, 6],         // iPodAck: status, command [, pending ms]
+        key(0x00, 0x14): [0],            // GetDevAuthenticationInfo
+        key(0x00, 0x17): [],
+        key(0x00, 0x4B): [1],            // GetiPodOptionsForLingo: lingo
+        key(0x04, 0x0001): [3],          // ACK: status, command (u16)
+        key(0x04, 0x0016): [0],          // ResetDBSelection
+        key(0x04, 0x0018): [1],          // GetNumberCategorizedDBRecords: category
+        key(0x04, 0x0019): [4],          // ReturnNumberCategorizedDBRecords: count
+        key(0x04, 0x001C): [0],          // GetPlayStatus
+        key(0x04, 0x001D): [9],          // ReturnPlayStatus: length, position, state
+        key(0x04, 0x001E): [0],          // GetCurrentPlayingTrackIndex
+        key(0x04, 0x001F): [4],          // ReturnCurrentPlayingTrackIndex
+        key(0x04, 0x0020): [4], key(0x04, 0x0022): [4], key(0x04, 0x0024): [4],
+        key(0x04, 0x0028): [4],          // PlayCurrentSelection: record index
+        key(0x04, 0x0029): [1],          // PlayControl: control code
+        key(0x04, 0x002C): [0], key(0x04, 0x002D): [1],
+        key(0x04, 0x002F): [0], key(0x04, 0x0030): [1],
+        key(0x04, 0x0035): [0], key(0x04, 0x0036): [4],
+        key(0x04, 0x0037): [4],          // SetCurrentPlayingTrack: index
+    ]
+}
+
+/// Reassembles iAP1 packets from USB HID reports:
+/// `[report id][link control][data]`, link control 0x00 (whole packet),
+/// 0x02 (first of several), 0x03 (middle), 0x01 (last). Reports are padded to
+/// their fixed size, so trailing zero bytes after the last frame are padding.
+public struct IAP1HIDReassembler: Sendable {
+    public enum Output: Hashable, Sendable {
+        /// A complete packet's bytes (one or more frames, possibly padded).
+        case complete([UInt8])
+        /// Waiting for more reports.
+        case pending
+        /// The report could not be used; the reason says why.
+        case rejected(reason: String, bytes: Int)
+    }
+
+    public let maximumLength: Int
+    /// Bytes of partial packets dropped because a new packet began first.
+    public private(set) var abandonedBytes = 0
+    private var buffer: [UInt8] = []
+    private var assembling = false
+
+    public init(maximumLength: Int = 0xFFFF + 8) { self.maximumLength = maximumLength }
+
+    public mutating func append(report: some Collection<UInt8>) -> Output {
+        let report = Array(report)
+        guard report.count >= 2 else { return .rejected(reason: "report shorter than report id and link control", bytes: report.count) }
+        let control = report[1]
+        let data = report[2...]
+        switch control {
+        case 0x00:
+            // A whole packet while another was being assembled: that one was
+            // abandoned by the sender.
+            abandonedBytes += assembling ? buffer.count : 0
+            buffer.removeAll(keepingCapacity: true)
+            assembling = false
+            return .complete(Array(data))
+        case 0x02:
+            abandonedBytes += assembling ? buffer.count : 0
+            buffer.removeAll(keepingCapacity: true)
+            buffer.append(contentsOf: data)
+            assembling = true
+            return .pending
+        case 0x03, 0x01:
+            guard assembling else { return .rejected(reason: "continuation report without a first report", bytes: report.count) }
+            guard buffer.count + data.count <= maximumLength else {
+                buffer.removeAll(keepingCapacity: true)
+                assembling = false
+                return .rejected(reason: "reassembled packet exceeds \(maximumLength) bytes", bytes: report.count)
+            }
+            buffer.append(contentsOf: data)
+            if control == 0x03 { return .pending }
+            assembling = false
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return .complete(buffer)
+        default:
+            return .rejected(reason: "unknown link control byte 0x\(String(control, radix: 16))", bytes: report.count)
+        }
+    }
+}

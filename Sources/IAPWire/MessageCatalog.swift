@@ -1,0 +1,357 @@
+/// How a parameter's data is to be read.
+public enum ParameterType: String, Hashable, Sendable {
+    /// Header-only flag (length 4, no data).
+    case none
+    case bool
+    /// One byte naming a value from a fixed set.
+    case enumeration = "enum"
+    case uint8, uint16, uint32, uint64
+    case int8, int16, int32, int64
+    /// NUL-terminated UTF-8.
+    case utf8
+    case blob
+    /// A list of big-endian u16 message ids (identification's message lists).
+    case messageIDList = "message_id_list"
+    /// A list of big-endian u64 persistent ids.
+    case uint64List = "uint64_list"
+    /// A nested parameter list.
+    case group
+}
+
+/// The name, type and (for groups) members of one parameter.
+public struct ParameterSpec: Sendable {
+    public let id: UInt16
+    public let name: String
+    public let type: ParameterType
+    public let members: [ParameterSpec]
+    /// Names of enumeration values, where they are known.
+    public let values: [UInt64: String]
+
+    public init(_ id: UInt16, _ name: String, _ type: ParameterType, members: [ParameterSpec] = [], values: [UInt64: String] = [:]) {
+        self.id = id
+        self.name = name
+        self.type = type
+        self.members = members
+        self.values = values
+    }
+
+    public func member(_ id: UInt16) -> ParameterSpec? { members.first { $0.id == id } }
+
+    /// The same names as header-only flags: how Start…Updates messages list
+    /// the attributes they want.
+    func asWantedList() -> ParameterSpec {
+        ParameterSpec(id, name, type == .group ? .group : .none, members: members.map { $0.asWantedList() })
+    }
+}
+
+/// A control-session message's id, name and parameters.
+public struct MessageSpec: Sendable {
+    public let id: UInt16
+    public let name: String
+    public let parameters: [ParameterSpec]
+
+    public init(_ id: UInt16, _ name: String, _ parameters: [ParameterSpec] = []) {
+        self.id = id
+        self.name = name
+        self.parameters = parameters
+    }
+
+    public func parameter(_ id: UInt16) -> ParameterSpec? { parameters.first { $0.id == id } }
+}
+
+/// The one table of message ids, names and parameter layouts. The decoder
+/// uses it for display and the message layer for ids; nothing else defines
+/// an id. Sources: ../shared/IAP-FACTS.md (two public message tables
+/// cross-checked) and the fixtures' SOURCES.md.
+public enum MessageCatalog {
+    public static func message(_ id: UInt16) -> MessageSpec? { index[id] }
+    public static func name(of id: UInt16) -> String? { index[id]?.name }
+
+    public static let messages: [MessageSpec] = authentication + identification + externalAccessory
+        + nowPlaying + mediaLibrary + hid + power + communications + usbDeviceModeAudio
+
+    private static let index: [UInt16: MessageSpec] = Dictionary(messages.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+
+    // MARK: Authentication
+
+    static let authentication: [MessageSpec] = [
+        MessageSpec(0xAA00, "RequestAuthenticationCertificate"),
+        MessageSpec(0xAA01, "AuthenticationCertificate", [ParameterSpec(0, "AuthenticationCertificate", .blob)]),
+        MessageSpec(0xAA02, "RequestAuthenticationChallengeResponse", [ParameterSpec(0, "AuthenticationChallenge", .blob)]),
+        MessageSpec(0xAA03, "AuthenticationResponse", [ParameterSpec(0, "AuthenticationResponse", .blob)]),
+        MessageSpec(0xAA04, "AuthenticationFailed"),
+        MessageSpec(0xAA05, "AuthenticationSucceeded"),
+        MessageSpec(0xAA06, "AccessoryAuthenticationSerialNumber", [ParameterSpec(0, "SerialNumber", .blob)]),
+    ]
+
+    // MARK: Identification
+
+    static let transportComponentMembers: [ParameterSpec] = [
+        ParameterSpec(0, "TransportComponentIdentifier", .uint16),
+        ParameterSpec(1, "TransportComponentName", .utf8),
+        ParameterSpec(2, "TransportSupportsiAP2Connection", .none),
+    ]
+
+    public static let hidComponentFunctions: [UInt64: String] = [
+        0: "keyboard", 1: "media_playback_remote", 2: "assistive_touch_pointer", 4: "gamepad_form_fitting",
+        6: "gamepad_non_form_fitting", 7: "assistive_switch", 8: "headset", 10: "braille",
+    ]
+
+    static let identificationParameters: [ParameterSpec] = [
+        ParameterSpec(0, "Name", .utf8),
+        ParameterSpec(1, "ModelIdentifier", .utf8),
+        ParameterSpec(2, "Manufacturer", .utf8),
+        ParameterSpec(3, "SerialNumber", .utf8),
+        ParameterSpec(4, "FirmwareVersion", .utf8),
+        ParameterSpec(5, "HardwareVersion", .utf8),
+        ParameterSpec(6, "MessagesSentByAccessory", .messageIDList),
+        ParameterSpec(7, "MessagesReceivedFromDevice", .messageIDList),
+        ParameterSpec(8, "PowerProvidingCapability", .enumeration, values: [0: "none", 1: "reserved", 2: "advanced"]),
+        ParameterSpec(9, "MaximumCurrentDrawnFromDevice", .uint16),
+        ParameterSpec(10, "SupportedExternalAccessoryProtocol", .group, members: [
+            ParameterSpec(0, "ExternalAccessoryProtocolIdentifier", .uint8),
+            ParameterSpec(1, "ExternalAccessoryProtocolName", .utf8),
+            ParameterSpec(2, "ExternalAccessoryProtocolMatchAction", .enumeration),
+            ParameterSpec(3, "NativeTransportComponentIdentifier", .uint16),
+        ]),
+        ParameterSpec(11, "AppMatchTeamID", .utf8),
+        ParameterSpec(12, "CurrentLanguage", .utf8),
+        ParameterSpec(13, "SupportedLanguage", .utf8),
+        ParameterSpec(14, "SerialTransportComponent", .group, members: transportComponentMembers),
+        ParameterSpec(15, "USBDeviceTransportComponent", .group, members: transportComponentMembers + [
+            ParameterSpec(3, "USBDeviceSupportedAudioSampleRate", .enumeration),
+        ]),
+        ParameterSpec(16, "USBHostTransportComponent", .group, members: transportComponentMembers + [
+            ParameterSpec(3, "USBHostTransportCarPlayInterfaceNumber", .uint8),
+        ]),
+        ParameterSpec(17, "BluetoothTransportComponent", .group, members: transportComponentMembers + [
+            ParameterSpec(3, "BluetoothTransportMediaAccessControlAddress", .blob),
+        ]),
+        ParameterSpec(18, "iAP2HIDComponent", .group, members: [
+            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(1, "HIDComponentName", .utf8),
+            ParameterSpec(2, "HIDComponentFunction", .enumeration, values: hidComponentFunctions),
+        ]),
+    ]
+
+    static let identification: [MessageSpec] = [
+        MessageSpec(0x1D00, "StartIdentification"),
+        MessageSpec(0x1D01, "IdentificationInformation", identificationParameters),
+        MessageSpec(0x1D02, "IdentificationAccepted"),
+        // Rejection names the offending IdentificationInformation parameters by id.
+        MessageSpec(0x1D03, "IdentificationRejected", identificationParameters.map { $0.type == .messageIDList ? $0 : $0.asWantedList() }),
+        MessageSpec(0x1D05, "CancelIdentification"),
+        MessageSpec(0x1D06, "IdentificationInformationUpdate", identificationParameters),
+    ]
+
+    // MARK: External accessory
+
+    static let externalAccessory: [MessageSpec] = [
+        MessageSpec(0xEA00, "StartExternalAccessoryProtocolSession", [
+            ParameterSpec(0, "ExternalAccessoryProtocolIdentifier", .uint8),
+            ParameterSpec(1, "ExternalAccessoryProtocolSessionIdentifier", .uint16),
+        ]),
+        MessageSpec(0xEA01, "StopExternalAccessoryProtocolSession", [
+            ParameterSpec(0, "ExternalAccessoryProtocolSessionIdentifier", .uint16),
+        ]),
+        MessageSpec(0xEA02, "RequestAppLaunch", [ParameterSpec(0, "AppBundleID", .utf8)]),
+        MessageSpec(0xEA03, "StatusExternalAccessoryProtocolSession", [
+            ParameterSpec(0, "ExternalAccessoryProtocolSessionIdentifier", .uint16),
+            ParameterSpec(1, "ExternalAccessoryProtocolSessionStatus", .enumeration),
+        ]),
+    ]
+
+    // MARK: Now playing
+
+    public static let playbackStatusValues: [UInt64: String] = [0: "stopped", 1: "playing", 2: "paused", 3: "seek_forward", 4: "seek_backward"]
+    public static let shuffleModeValues: [UInt64: String] = [0: "off", 1: "songs", 2: "albums"]
+    public static let repeatModeValues: [UInt64: String] = [0: "off", 1: "one", 2: "all"]
+
+    /// Media item attributes (NowPlayingUpdate group 0; media library items).
+    public static let mediaItemAttributes: [ParameterSpec] = [
+        ParameterSpec(0, "MediaItemPersistentIdentifier", .uint64),
+        ParameterSpec(1, "MediaItemTitle", .utf8),
+        ParameterSpec(2, "MediaItemMediaType", .uint32),
+        ParameterSpec(3, "MediaItemRating", .uint8),
+        ParameterSpec(4, "MediaItemPlaybackDurationInMilliseconds", .uint32),
+        ParameterSpec(5, "MediaItemAlbumPersistentIdentifier", .uint64),
+        ParameterSpec(6, "MediaItemAlbumTitle", .utf8),
+        ParameterSpec(7, "MediaItemAlbumTrackNumber", .uint16),
+        ParameterSpec(8, "MediaItemAlbumTrackCount", .uint16),
+        ParameterSpec(9, "MediaItemAlbumDiscNumber", .uint16),
+        ParameterSpec(10, "MediaItemAlbumDiscCount", .uint16),
+        ParameterSpec(11, "MediaItemArtistPersistentIdentifier", .uint64),
+        ParameterSpec(12, "MediaItemArtist", .utf8),
+        ParameterSpec(13, "MediaItemAlbumArtistPersistentIdentifier", .uint64),
+        ParameterSpec(14, "MediaItemAlbumArtist", .utf8),
+        ParameterSpec(15, "MediaItemGenrePersistentIdentifier", .uint64),
+        ParameterSpec(16, "MediaItemGenre", .utf8),
+        ParameterSpec(17, "MediaItemComposerPersistentIdentifier", .uint64),
+        ParameterSpec(18, "MediaItemComposer", .utf8),
+        ParameterSpec(19, "MediaItemIsPartOfCompilation", .bool),
+        ParameterSpec(21, "MediaItemIsLikeSupported", .bool),
+        ParameterSpec(22, "MediaItemIsBanSupported", .bool),
+        ParameterSpec(23, "MediaItemIsLiked", .bool),
+        ParameterSpec(24, "MediaItemIsBanned", .bool),
+        ParameterSpec(25, "MediaItemIsResidentOnDevice", .bool),
+        ParameterSpec(26, "MediaItemArtworkFileTransferIdentifier", .uint8),
+        ParameterSpec(27, "MediaItemChapterCount", .uint16),
+    ]
+
+    /// Playback attributes (NowPlayingUpdate group 1).
+    public static let playbackAttributes: [ParameterSpec] = [
+        ParameterSpec(0, "PlaybackStatus", .enumeration, values: playbackStatusValues),
+        ParameterSpec(1, "PlaybackElapsedTimeInMilliseconds", .uint32),
+        ParameterSpec(2, "PlaybackQueueIndex", .uint32),
+        ParameterSpec(3, "PlaybackQueueCount", .uint32),
+        ParameterSpec(4, "PlaybackQueueChapterIndex", .uint32),
+        ParameterSpec(5, "PlaybackShuffleMode", .enumeration, values: shuffleModeValues),
+        ParameterSpec(6, "PlaybackRepeatMode", .enumeration, values: repeatModeValues),
+        ParameterSpec(7, "PlaybackAppName", .utf8),
+        ParameterSpec(8, "PlaybackMediaLibraryUniqueIdentifier", .utf8),
+        ParameterSpec(9, "PlaybackAppleMusicRadioAd", .none),
+        ParameterSpec(10, "PlaybackAppleMusicRadioStationName", .utf8),
+        ParameterSpec(12, "PlaybackSpeed", .uint16),
+        ParameterSpec(13, "SetElapsedTimeAvailable", .bool),
+        ParameterSpec(14, "PlaybackQueueListAvail", .bool),
+        ParameterSpec(15, "PlaybackQueueListTransferID", .uint8),
+        ParameterSpec(16, "PlaybackAppBundleID", .utf8),
+        ParameterSpec(17, "PlaybackQueueListContentTransfer", .none),
+    ]
+
+    static let nowPlayingGroups: [ParameterSpec] = [
+        ParameterSpec(0, "MediaItemAttributes", .group, members: mediaItemAttributes),
+        ParameterSpec(1, "PlaybackAttributes", .group, members: playbackAttributes),
+    ]
+
+    static let nowPlaying: [MessageSpec] = [
+        MessageSpec(0x5000, "StartNowPlayingUpdates", nowPlayingGroups.map { $0.asWantedList() }),
+        MessageSpec(0x5001, "NowPlayingUpdate", nowPlayingGroups),
+        MessageSpec(0x5002, "StopNowPlayingUpdates"),
+        MessageSpec(0x5003, "SetNowPlayingInformation", [
+            ParameterSpec(0, "ElapsedTime", .uint32),
+            ParameterSpec(1, "PlaybackQueueIndex", .uint32),
+            ParameterSpec(2, "PlaybackQueueListContentTransferStartIndex", .uint32),
+        ]),
+    ]
+
+    // MARK: Media library
+
+    static let mediaPlaylistProperties: [ParameterSpec] = [
+        ParameterSpec(0, "MediaPlaylistPersistentIdentifier", .uint64),
+        ParameterSpec(1, "MediaPlaylistName", .utf8),
+        ParameterSpec(2, "MediaPlaylistParentPersistentIdentifier", .uint64),
+        ParameterSpec(3, "MediaPlaylistIsGeniusMix", .bool),
+        ParameterSpec(4, "MediaPlaylistIsFolder", .bool),
+        ParameterSpec(5, "MediaPlaylistContainedMediaItemsFileTransferIdentifier", .uint8),
+    ]
+
+    static let mediaLibrary: [MessageSpec] = [
+        MessageSpec(0x4C00, "StartMediaLibraryInformation"),
+        MessageSpec(0x4C01, "MediaLibraryInformation", [
+            ParameterSpec(0, "MediaLibraryInformation", .group, members: [
+                ParameterSpec(0, "MediaLibraryName", .utf8),
+                ParameterSpec(1, "MediaLibraryUniqueIdentifier", .utf8),
+                ParameterSpec(2, "MediaLibraryType", .enumeration),
+            ]),
+        ]),
+        MessageSpec(0x4C02, "StopMediaLibraryInformation"),
+        MessageSpec(0x4C03, "StartMediaLibraryUpdates", [
+            ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8),
+            ParameterSpec(1, "LastKnownMediaLibraryRevision", .utf8),
+            ParameterSpec(2, "MediaItemProperties", .group, members: mediaItemAttributes).asWantedList(),
+            ParameterSpec(3, "MediaPlaylistProperties", .group, members: mediaPlaylistProperties).asWantedList(),
+        ]),
+        MessageSpec(0x4C04, "MediaLibraryUpdate", [
+            ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8),
+            ParameterSpec(1, "MediaLibraryRevision", .utf8),
+            ParameterSpec(2, "MediaItem", .group, members: mediaItemAttributes),
+            ParameterSpec(3, "MediaPlaylist", .group, members: mediaPlaylistProperties),
+            ParameterSpec(4, "MediaItemDeletePersistentIdentifier", .uint64),
+            ParameterSpec(5, "MediaPlaylistDeletePersistentIdentifier", .uint64),
+        ]),
+        MessageSpec(0x4C05, "StopMediaLibraryUpdates", [ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8)]),
+        MessageSpec(0x4C06, "PlayMediaLibraryCurrentSelection", [ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8)]),
+        MessageSpec(0x4C07, "PlayMediaLibraryItems", [
+            ParameterSpec(0, "ItemsPersistentIdentifiers", .uint64List),
+            ParameterSpec(1, "ItemsStartingIndex", .uint32),
+            ParameterSpec(2, "MediaLibraryUniqueIdentifier", .utf8),
+        ]),
+        MessageSpec(0x4C08, "PlayMediaLibraryCollection", [
+            ParameterSpec(0, "CollectionPersistentIdentifier", .uint64),
+            ParameterSpec(1, "CollectionType", .enumeration),
+            ParameterSpec(2, "CollectionStartingIndex", .uint32),
+            ParameterSpec(3, "MediaLibraryUniqueIdentifier", .utf8),
+        ]),
+        MessageSpec(0x4C09, "PlayMediaLibrarySpecial", [
+            ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8),
+            ParameterSpec(1, "AllSongs", .none),
+        ]),
+    ]
+
+    // MARK: HID
+
+    static let hid: [MessageSpec] = [
+        MessageSpec(0x6800, "StartHID", [
+            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(1, "VendorIdentifier", .uint16),
+            ParameterSpec(2, "ProductIdentifier", .uint16),
+            ParameterSpec(3, "LocalizedKeyboardCountryCode", .uint8),
+            ParameterSpec(4, "HIDReportDescriptor", .blob),
+        ]),
+        MessageSpec(0x6801, "DeviceHIDReport", [
+            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(1, "HIDReport", .blob),
+        ]),
+        MessageSpec(0x6802, "AccessoryHIDReport", [
+            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(1, "HIDReport", .blob),
+        ]),
+        MessageSpec(0x6803, "StopHID", [ParameterSpec(0, "HIDComponentIdentifier", .uint16)]),
+        MessageSpec(0x6806, "StartNativeHID"),
+        MessageSpec(0x6807, "HIDComponentUpdate", [
+            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(1, "HIDComponentEnabled", .bool),
+        ]),
+    ]
+
+    // MARK: Power
+
+    static let powerUpdateAttributes: [ParameterSpec] = [
+        ParameterSpec(0, "MaximumCurrentDrawnFromAccessory", .uint16),
+        ParameterSpec(1, "DeviceBatteryWillChargeIfPowerIsPresent", .bool),
+        ParameterSpec(2, "AccessoryPowerMode", .enumeration),
+        ParameterSpec(4, "IsExternalChargerConnected", .bool),
+        ParameterSpec(5, "BatteryChargingState", .enumeration),
+        ParameterSpec(6, "BatteryChargeLevel", .uint16),
+    ]
+
+    static let power: [MessageSpec] = [
+        MessageSpec(0xAE00, "StartPowerUpdates", powerUpdateAttributes.map { $0.asWantedList() }),
+        MessageSpec(0xAE01, "PowerUpdate", powerUpdateAttributes),
+        MessageSpec(0xAE02, "StopPowerUpdates"),
+        MessageSpec(0xAE03, "PowerSourceUpdate", [
+            ParameterSpec(0, "AvailableCurrentForDevice", .uint16),
+            ParameterSpec(1, "DeviceBatteryShouldChargeIfPowerIsPresent", .bool),
+        ]),
+        MessageSpec(0xAE05, "AccessoryPowerUpdate"),
+    ]
+
+    // MARK: USB device mode audio
+
+    static let usbDeviceModeAudio: [MessageSpec] = [
+        MessageSpec(0xDA00, "StartUSBDeviceModeAudio"),
+        MessageSpec(0xDA01, "USBDeviceModeAudioInformation", [ParameterSpec(0, "SampleRate", .enumeration)]),
+        MessageSpec(0xDA02, "StopUSBDeviceModeAudio"),
+    ]
+
+    // MARK: Communications (ids only)
+
+    static let communications: [MessageSpec] = [
+        MessageSpec(0x4154, "StartCallStateUpdates"),
+        MessageSpec(0x4155, "CallStateUpdate"),
+        MessageSpec(0x4156, "StopCallStateUpdates"),
+        MessageSpec(0x4171, "ListUpdate"),
+        MessageSpec(0x4172, "StopListUpdates"),
+    ]
+}

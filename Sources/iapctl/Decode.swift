@@ -1,0 +1,124 @@
+import ArgumentParser
+import IAPTrace
+import IAPWire
+
+extension TraceInputDecoder.Format: ExpressibleByArgument {}
+extension TraceInputDecoder.MarkerConvention: ExpressibleByArgument {}
+
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode a packet trace: iAP2 link packets, control messages, iAP1 frames.",
+        discussion: """
+        Inputs are recognised by their content (or chosen with --format):
+          hex     text with hex bytes; '#' starts a comment; a line may start with
+                  '>' (sent by the accessory / USB host: out) or '<' (sent by the
+                  device: in). Use --markers device for traces whose '>' means
+                  "written by the device" (oandrew/ipod).
+          raw     a binary byte stream in one direction.
+          pcap    a Linux usbmon capture, pcap or pcapng (link type 189 or 220),
+                  e.g. from `tcpdump -i usbmon1 -w trace.pcapng`. Each bulk
+                  endpoint is reassembled per direction; endpoints that carry no
+                  iAP traffic are ignored.
+
+        With no FILE, a built-in sample trace is decoded. FILE may be '-' for
+        standard input.
+
+        Examples:
+          iapctl decode                         # the built-in sample
+          iapctl decode capture.pcapng --stats  # counts per message and problem
+          iapctl decode trace.hex --json | jq 'select(.kind == "message") | .name'
+          iapctl decode --hid reports.hex       # iAP1 over USB HID, one report a line
+
+        The exit status is 0 when the input could be read, even if it held
+        garbage (reported as 'skipped' with a reason); it is 1 when the input
+        cannot be read at all.
+        """
+    )
+
+    @Argument(help: "The trace to decode ('-' for standard input; omitted: the built-in sample).")
+    var file: String?
+
+    @Option(help: "Input format: auto, hex, raw or pcap (pcap covers pcapng).")
+    var format: TraceInputDecoder.Format = .auto
+
+    @Flag(help: "Treat each hex line, or each interrupt / SET_REPORT transfer of a capture, as one USB HID report carrying iAP1.")
+    var hid = false
+
+    @Option(help: "What '>' and '<' mean in hex text: host ('>' is out, from the accessory/USB host) or device ('>' is in, written by the device).")
+    var markers: TraceInputDecoder.MarkerConvention = .host
+
+    @Flag(help: "Write JSON lines (schema in Docs/Tracing.md) instead of text.")
+    var json = false
+
+    @Flag(help: "Print counts per message and per problem instead of every packet (one JSON object with --json).")
+    var stats = false
+
+    @Option(help: "Refuse link packets longer than this many bytes (9...65535).")
+    var maxPacketLength: Int = LinkPacket.maximumLength
+
+    func validate() throws {
+        guard (LinkPacket.headerLength...LinkPacket.maximumLength).contains(maxPacketLength) else {
+            throw ValidationError("--max-packet-length must be between \(LinkPacket.headerLength) and \(LinkPacket.maximumLength), got \(maxPacketLength)")
+        }
+    }
+
+    func run() throws {
+        let options = TraceInputDecoder.Options(format: format, hid: hid, markers: markers, maximumPacketLength: maxPacketLength)
+        var input = TraceInputDecoder(options: options)
+        var output = OutputBuffer()
+        var statistics = TraceStatistics()
+        let emit: (TraceEvent) -> Void = { event in
+            if stats {
+                statistics.record(event)
+            } else if json {
+                output.line(TraceJSON.line(for: event))
+            } else {
+                for line in TraceText.lines(for: event) { output.line(line) }
+            }
+        }
+
+        do {
+            if let file {
+                let source = try InputFile(path: file)
+                var progress = ProgressLine(totalBytes: source.size)
+                try source.forEachChunk { chunk in
+                    try input.feed(chunk, emit: emit)
+                    progress.update(bytes: input.bytesRead, total: source.size, label: "decoding \(file)")
+                }
+                progress.finish()
+            } else {
+                if !json && !stats { output.line("# \(SampleTrace.name); give a FILE to decode your own (see --help)") }
+                var sample = Array(SampleTrace.text.utf8)
+                try sample.withUnsafeMutableBytes { try input.feed(UnsafeRawBufferPointer($0), emit: emit) }
+            }
+            try input.finish(emit: emit)
+        } catch let error as InputFile.OpenError {
+            output.flush()
+            throw DecodeFailure(message: error.description)
+        } catch let error as TraceInputError {
+            output.flush()
+            throw DecodeFailure(message: "\(file ?? SampleTrace.name): \(error.description)")
+        }
+
+        if stats {
+            if json {
+                output.line(statistics.json)
+            } else {
+                output.line("input: \(file ?? SampleTrace.name) (\(input.detectedFormat?.rawValue ?? "empty"), \(input.bytesRead) bytes)")
+                for line in statistics.text { output.line(line) }
+                if input.decoder.unidentifiedBytes > 0 {
+                    output.line("ignored: \(input.decoder.unidentifiedBytes) bytes on USB endpoints that carried no iAP traffic")
+                }
+            }
+        }
+        if input.decoder.droppedStreams > 0 {
+            printError("warning: more than \(TraceDecoder.maximumStreams) USB endpoints in the capture; \(input.decoder.droppedStreams) streams were not decoded")
+        }
+        output.flush()
+    }
+}
+
+struct DecodeFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
