@@ -288,6 +288,8 @@ public struct TraceStatistics: Sendable {
     public var checksumErrors = 0
     public var retransmissions = 0
     public var malformedMessages = 0
+    /// Hex text lines that could not be read.
+    public var invalidLines = 0
 
     public init() {}
 
@@ -310,7 +312,7 @@ public struct TraceStatistics: Sendable {
             skippedByReason[info.reason, default: 0] += info.count
             if info.reason == "bad_header_checksum" { checksumErrors += 1 }
             if info.reason == "malformed_message" { malformedMessages += 1 }
-            if info.reason == "invalid_hex" { skippedByReason["invalid_hex_lines", default: 0] += 1 }
+            if info.reason == "invalid_hex" { invalidLines += 1 }
         }
     }
 
@@ -328,6 +330,7 @@ public struct TraceStatistics: Sendable {
         json.integer("detects", detects)
         json.integer("retransmissions", retransmissions)
         json.integer("malformed_messages", malformedMessages)
+        json.integer("invalid_lines", invalidLines)
         var reasons = JSONObjectWriter()
         for (reason, count) in skippedByReason.sorted(by: { $0.key < $1.key }) { reasons.integer(reason, count) }
         json.raw("skipped", reasons.finish())
@@ -350,6 +353,7 @@ public struct TraceStatistics: Sendable {
         lines.append("problems:")
         lines.append("  checksum errors: \(checksumErrors)")
         lines.append("  malformed messages: \(malformedMessages)")
+        if invalidLines > 0 { lines.append("  unreadable hex lines: \(invalidLines)") }
         lines.append("  skipped bytes: \(skippedBytes)")
         for (reason, count) in skippedByReason.sorted(by: { $0.key < $1.key }) {
             lines.append("    \(reason.padding(to: 24)) \(count)")

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs when they are missing.
+# Safe to run repeatedly; does nothing when everything is present.
+set -euo pipefail
+
+# Debian packages the build and tests need. None yet: the wire codecs and the
+# trace decoder use the standard library only. libusb and libudev join this
+# list with the USB transport.
+packages=()
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}" >&2
+    sudo_cmd=()
+    [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+        || { "${sudo_cmd[@]}" apt-get -y --fix-broken install && "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; }
+fi
+if ! command -v swift >/dev/null; then
+    echo "error: the Swift toolchain (6.0 or later) is not on PATH; install it from swift.org first" >&2
+    exit 1
+fi
