@@ -154,25 +154,36 @@ public struct TraceDecoder {
             emit(event)
             return
         }
-        switch event.body {
-        case .skipped(let info):
-            state.heldBytes += info.count
-            if state.held.count < Self.maximumHeldEvents {
-                state.held.append(event)
-            } else if case .skipped(var last) = state.held[state.held.count - 1].body {
-                // Keep memory bounded: fold further skips into the last one.
-                last.count += info.count
-                last.reason = last.reason == info.reason ? last.reason : "garbage"
-                state.held[state.held.count - 1].body = .skipped(last)
-            }
-        case .iap1(let info) where !info.checksumOK:
-            state.held.append(event)
-        default:
+        if identifies(event) {
             state.identified = true
             for held in state.held { emit(held) }
             state.held.removeAll()
             state.heldBytes = 0
             emit(event)
+            return
+        }
+        // Not yet known to be iAP: hold a bounded number of events, folding
+        // further skipped bytes into the last one.
+        if case .skipped(let info) = event.body { state.heldBytes += info.count }
+        if state.held.count < Self.maximumHeldEvents {
+            state.held.append(event)
+        } else if case .skipped(let info) = event.body, case .skipped(var last) = state.held[state.held.count - 1].body {
+            last.count += info.count
+            if last.reason != info.reason { last.reason = "garbage" }
+            state.held[state.held.count - 1].body = .skipped(last)
+        }
+    }
+
+    /// Whether an event proves that its stream carries iAP traffic: a detect
+    /// sequence or a link packet with both checksums right (a chance match in
+    /// other data is about one in 2^32 positions), or, for HID reports, an
+    /// iAP1 frame whose checksum holds.
+    private func identifies(_ event: TraceEvent) -> Bool {
+        switch event.body {
+        case .detect, .message: true
+        case .link(let info): info.checksumsOK
+        case .iap1(let info): options.hid && info.checksumOK
+        case .skipped: false
         }
     }
 

@@ -133,7 +133,7 @@ public struct TraceInputDecoder {
         detectedFormat = format
         if format == .pcap {
             decoder = TraceDecoder(options: TraceDecoder.Options(hid: options.hid, maximumPacketLength: options.maximumPacketLength,
-                                                                 requireIdentification: !options.hid))
+                                                                 requireIdentification: true))
         }
     }
 

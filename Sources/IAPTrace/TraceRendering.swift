@@ -29,7 +29,7 @@ public enum TraceJSON {
             json.bool("retransmission", info.retransmission)
             if let sync = info.sync { json.raw("sync", syncObject(sync)) }
             if let error = info.syncError { json.string("sync_error", error) }
-            if let eak = info.eak { json.raw("eak", "[" + eak.map(String.init).joined(separator: ",") + "]") }
+            if let eak = info.eak { json.raw("eak", "[" + eak.map { String($0) }.joined(separator: ",") + "]") }
             if let datagram = info.datagram { json.raw("datagram", datagramObject(datagram)) }
         case .message(let info):
             json.integer("session", Int(info.session))
@@ -213,7 +213,7 @@ public enum TraceText {
                 for violation in sync.violations { lines.append(indent + "out of bounds: " + violation) }
             }
             if let error = info.syncError { lines.append(indent + "sync payload unreadable: " + error) }
-            if let eak = info.eak { lines.append(indent + "EAK sequence numbers: " + eak.map(String.init).joined(separator: " ")) }
+            if let eak = info.eak { lines.append(indent + "EAK sequence numbers: " + eak.map { String($0) }.joined(separator: " ")) }
             if let datagram = info.datagram {
                 var text = indent + "\(datagram.sessionType.name) datagram, \(datagram.length) bytes"
                 if let transfer = datagram.fileTransfer {

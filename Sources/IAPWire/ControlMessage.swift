@@ -151,7 +151,7 @@ extension Parameter {
             throw WireError(.badLength, "parameter \(id) has \(data.count) bytes, a \(T.self) needs \(T.bitWidth / 8)")
         }
         var value: T = 0
-        for byte in data { value = value << 8 | T(byte) }
+        for byte in data { value = value << 8 | T(truncatingIfNeeded: byte) }
         return value
     }
 

@@ -131,6 +131,10 @@ import IAPWire
         let frame = try IAP1Packet(lingo: 4, command: 0x0021, data: Array("Blue in Green".utf8) + [0]).encoded()
         writer.interruptTransfer(device: 3, endpoint: 0x83, data: [0x05, 0x02] + Array(frame[0..<10]), timestampMicroseconds: 1)
         writer.interruptTransfer(device: 3, endpoint: 0x83, data: [0x05, 0x01] + Array(frame[10...]) + [0, 0, 0], timestampMicroseconds: 2)
+        // A keyboard on the same bus: boot-protocol reports, never iAP1.
+        for key: UInt8 in [0x04, 0x00, 0x05, 0x00] {
+            writer.interruptTransfer(device: 7, endpoint: 0x81, data: [0, 0, key, 0, 0, 0, 0, 0], timestampMicroseconds: 3)
+        }
         let (events, _) = try decodeTrace(writer.bytes, options: .init(hid: true))
         let frames = events.compactMap { event -> IAP1Info? in
             if case .iap1(let info) = event.body { return info } else { return nil }
@@ -140,5 +144,6 @@ import IAPWire
         #expect(frames.first?.checksumOK == true)
         #expect(events.first?.direction == .in)
         #expect(events.first?.frame == 4)
+        #expect(!events.contains { $0.endpoint?.device == 7 })
     }
 }

@@ -144,3 +144,29 @@ import Testing
         #expect(header.sequence == 3)
     }
 }
+
+@Suite struct CorruptionSweepTests {
+    /// Flips every bit of a packet in turn, between two good packets: the
+    /// decoder never loses the packets around it and never delivers a
+    /// corrupted payload as valid.
+    @Test func everySingleBitFlipIsCaughtAndContained() throws {
+        let before = try LinkPacket(control: .ack, sequence: 1, session: 1, payload: Array("before".utf8)).encoded()
+        let target = try LinkPacket(control: .ack, sequence: 2, acknowledgement: 7, session: 1, payload: Array("the payload under test".utf8))
+        let after = try LinkPacket(control: .ack, sequence: 3, session: 1, payload: Array("after".utf8)).encoded()
+        let encoded = try target.encoded()
+        for bit in 0..<(encoded.count * 8) {
+            var corrupted = encoded
+            corrupted[bit / 8] ^= 1 << (bit % 8)
+            let items = decodeStream(before + corrupted + after, configuration: .init(maximumPacketLength: 512)).items
+            let valid = items.compactMap { item -> (UInt8, [UInt8])? in
+                if case .packet(let header, _, true, let payload) = item { return (header.sequence, payload) } else { return nil }
+            }
+            #expect(valid.first?.0 == 1, "bit \(bit)")
+            #expect(valid.last?.0 == 3, "bit \(bit): the packet after the corruption was lost")
+            // Whatever else was accepted must not be the target with a changed payload.
+            for (sequence, payload) in valid where sequence == 2 {
+                #expect(payload == target.payload, "bit \(bit): corrupted payload accepted")
+            }
+        }
+    }
+}
