@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "IAPWire", targets: ["IAPWire"]),
         .library(name: "IAPTrace", targets: ["IAPTrace"]),
+        .library(name: "IAPLink", targets: ["IAPLink"]),
         .executable(name: "iapctl", targets: ["iapctl"]),
     ],
     dependencies: [
@@ -19,6 +20,12 @@ let package = Package(
         // turns them into readable lines and JSON. Standard library only; files
         // are read by the caller.
         .target(name: "IAPTrace", dependencies: ["IAPWire"]),
+        // The link layer: a sans-IO state machine per link end (handshake,
+        // negotiation, reliable windowed delivery, sessions). Standard library only.
+        .target(name: "IAPLink", dependencies: ["IAPWire"]),
+        // Deterministic link scenarios: a fault-injecting wire in virtual time
+        // and the named conformance cases. Standard library only.
+        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire"]),
         .executableTarget(
             name: "iapctl",
             dependencies: [
@@ -28,6 +35,7 @@ let package = Package(
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,125 @@
+import IAPLink
+import IAPWire
+
+/// Two link ends joined by a simulated wire, in virtual time: the whole
+/// exchange is deterministic for a seed, runs in microseconds of real time
+/// per simulated second, and needs no threads.
+public struct LinkSimulator: Sendable {
+    public struct Record: Hashable, Sendable {
+        public var time: LinkInstant
+        public var role: LinkRole
+        public var event: LinkEvent
+    }
+
+    public var accessory: LinkEnd
+    public var device: LinkEnd
+    /// Accessory to device.
+    public var outbound: FaultyWire
+    /// Device to accessory.
+    public var inbound: FaultyWire
+    public private(set) var now: LinkInstant = .zero
+    public private(set) var records: [Record] = []
+    /// Bytes delivered per role and session, in order.
+    public private(set) var delivered: [LinkRole: [UInt8: [UInt8]]] = [.accessory: [:], .device: [:]]
+    /// Every write each end made, in order (for checks on what went on the wire).
+    public private(set) var sent: [LinkRole: [[UInt8]]] = [.accessory: [], .device: []]
+    /// Steps taken, to bound runaway scenarios.
+    public private(set) var steps = 0
+    public static let maximumSteps = 2_000_000
+
+    public init(accessory: LinkConfiguration, device: LinkConfiguration, outbound: WireFaults = .none, inbound: WireFaults = .none, seed: UInt64 = 1) {
+        self.accessory = LinkEnd(configuration: accessory)
+        self.device = LinkEnd(configuration: device)
+        self.outbound = FaultyWire(faults: outbound, seed: seed &* 2 &+ 1)
+        self.inbound = FaultyWire(faults: inbound, seed: seed &* 2 &+ 2)
+    }
+
+    public func events(_ role: LinkRole) -> [LinkEvent] { records.filter { $0.role == role }.map(\.event) }
+
+    public func deliveredBytes(to role: LinkRole, session: UInt8) -> [UInt8] { delivered[role]?[session] ?? [] }
+
+    /// Starts both ends.
+    public mutating func start() {
+        apply(device.start(now: now), from: .device)
+        apply(accessory.start(now: now), from: .accessory)
+    }
+
+    /// Restarts one end as a fresh `LinkEnd` (a peer restart).
+    public mutating func restart(_ role: LinkRole) {
+        switch role {
+        case .accessory:
+            accessory = LinkEnd(configuration: accessory.configuration)
+            apply(accessory.start(now: now), from: .accessory)
+        case .device:
+            device = LinkEnd(configuration: device.configuration)
+            apply(device.start(now: now), from: .device)
+        }
+    }
+
+    /// Queues bytes on one end's session.
+    public mutating func send(_ bytes: [UInt8], session: UInt8, from role: LinkRole) throws(LinkSendError) {
+        switch role {
+        case .accessory: apply(try accessory.send(bytes, session: session, now: now), from: .accessory)
+        case .device: apply(try device.send(bytes, session: session, now: now), from: .device)
+        }
+    }
+
+    /// Injects raw bytes as if the wire had carried them to `role`.
+    public mutating func inject(_ bytes: [UInt8], to role: LinkRole) {
+        switch role {
+        case .accessory: apply(accessory.receive(bytes, now: now), from: .accessory)
+        case .device: apply(device.receive(bytes, now: now), from: .device)
+        }
+    }
+
+    public mutating func reset(_ role: LinkRole) {
+        switch role {
+        case .accessory: apply(accessory.reset(now: now), from: .accessory)
+        case .device: apply(device.reset(now: now), from: .device)
+        }
+    }
+
+    public mutating func renegotiate() {
+        apply(accessory.renegotiate(now: now), from: .accessory)
+    }
+
+    /// Advances time, delivering and ticking, until `until` or until `done`
+    /// holds. Returns whether `done` held.
+    @discardableResult
+    public mutating func run(until limit: LinkInstant, done: (LinkSimulator) -> Bool = { _ in false }) -> Bool {
+        while steps < Self.maximumSteps {
+            if done(self) { return true }
+            let candidates = [accessory.nextDeadline, device.nextDeadline, outbound.nextArrival, inbound.nextArrival].compactMap { $0 }
+            guard let next = candidates.min(), next <= limit else {
+                now = max(now, limit)
+                return done(self)
+            }
+            steps += 1
+            now = max(now, next)
+            for bytes in outbound.arrivals(upTo: now) { apply(device.receive(bytes, now: now), from: .device) }
+            for bytes in inbound.arrivals(upTo: now) { apply(accessory.receive(bytes, now: now), from: .accessory) }
+            if let deadline = accessory.nextDeadline, deadline <= now { apply(accessory.tick(now: now), from: .accessory) }
+            if let deadline = device.nextDeadline, deadline <= now { apply(device.tick(now: now), from: .device) }
+        }
+        return done(self)
+    }
+
+    /// Runs for a span of virtual time.
+    public mutating func run(for duration: Duration) {
+        run(until: now + duration)
+    }
+
+    private mutating func apply(_ actions: [LinkAction], from role: LinkRole) {
+        for action in actions {
+            switch action {
+            case .send(let bytes):
+                sent[role, default: []].append(bytes)
+                if role == .accessory { outbound.write(bytes, now: now) } else { inbound.write(bytes, now: now) }
+            case .deliver(let session, let bytes):
+                delivered[role, default: [:]][session, default: []].append(contentsOf: bytes)
+            case .event(let event):
+                records.append(Record(time: now, role: role, event: event))
+            }
+        }
+    }
+}

@@ -1,0 +1,607 @@
+import IAPWire
+
+/// One end of an iAP2 link as a pure state machine.
+///
+/// Feed it what happens (`start`, `receive`, `send`, `tick`, `reset`), each
+/// with the current time; it answers with actions (bytes to write, bytes
+/// delivered per session, events) and tells when it next needs a `tick`
+/// (`nextDeadline`). It owns no thread, timer, clock or transport.
+///
+/// The link part (sequence numbers, window, acknowledgement, retransmission)
+/// and the session part (per-session byte queues with a bound) are separate
+/// concerns: sessions only ever see ordered bytes in and bounded queues out.
+public struct LinkEnd: Sendable {
+    public let configuration: LinkConfiguration
+    public private(set) var statistics = LinkStatistics()
+
+    private enum State: Sendable {
+        case idle
+        /// Accessory: detect sent, waiting for the echo.
+        case detecting(attempts: Int, next: LinkInstant)
+        /// Device: waiting for detect or SYN.
+        case listening
+        /// Accessory: SYN sent, waiting for SYN+ACK.
+        case synchronizing(proposal: LinkSynchronization, attempts: Int, next: LinkInstant, renegotiating: Bool)
+        /// Device: SYN+ACK sent, waiting for the ACK that completes the handshake.
+        case answered(link: NegotiatedLink, renegotiating: Bool)
+        case connected(NegotiatedLink)
+        /// Accessory after the link went down or failed: `start` begins again.
+        case closed
+    }
+
+    private struct Outgoing: Sendable {
+        var sequence: UInt8
+        var session: UInt8
+        var payload: [UInt8]
+        var deadline: LinkInstant
+        var retransmissions: Int
+        /// The peer listed it in an EAK: it holds it out of order.
+        var heldByPeer: Bool
+    }
+
+    private struct SessionQueue: Sendable {
+        var bytes: [UInt8] = []
+        var head = 0
+        var blocked = false
+        var count: Int { bytes.count - head }
+
+        mutating func take(_ maximum: Int) -> [UInt8] {
+            let end = head + min(maximum, count)
+            let chunk = Array(bytes[head..<end])
+            head = end
+            if head == bytes.count {
+                bytes.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 4096 && head * 2 > bytes.count {
+                bytes.removeSubrange(0..<head)
+                head = 0
+            }
+            return chunk
+        }
+
+        mutating func putBack(_ chunk: [UInt8]) {
+            bytes.replaceSubrange(head..<head, with: chunk)
+        }
+    }
+
+    private var state = State.idle
+    private var decoder: LinkStreamDecoder
+    private var sendSequence: UInt8
+    private var receivedSequence: UInt8 = 0
+    private var unacked: [Outgoing] = []
+    private var outOfOrder: [UInt8: (session: UInt8, payload: [UInt8])] = [:]
+    private var pendingAcks = 0
+    private var ackDeadline: LinkInstant?
+    private var ackNow = false
+    private var queues: [UInt8: SessionQueue] = [:]
+    private var sessionOrder: [UInt8] = []
+    private var nextSessionIndex = 0
+    private var lastSent = LinkInstant.zero
+    private var lastReceived = LinkInstant.zero
+    private var actions: [LinkAction] = []
+
+    public init(configuration: LinkConfiguration) {
+        self.configuration = configuration
+        self.sendSequence = configuration.initialSequence
+        self.decoder = LinkStreamDecoder(configuration: .init(maximumPacketLength: max(configuration.parameters.maximumPacketLength, LinkPacket.minimumNegotiableLength)))
+    }
+
+    // MARK: - Public state
+
+    public var isUp: Bool {
+        if case .connected = state { return true }
+        return false
+    }
+
+    public var negotiated: NegotiatedLink? {
+        switch state {
+        case .connected(let link): link
+        default: nil
+        }
+    }
+
+    /// Bytes queued on a session and not yet sent.
+    public func queuedBytes(session: UInt8) -> Int { queues[session]?.count ?? 0 }
+    /// Data packets sent and not yet acknowledged.
+    public var unacknowledgedCount: Int { unacked.count }
+
+    /// When `tick` must next be called, if ever.
+    public var nextDeadline: LinkInstant? {
+        switch state {
+        case .idle, .closed, .listening, .answered:
+            return nil
+        case .detecting(_, let next), .synchronizing(_, _, let next, _):
+            return next
+        case .connected(let link):
+            var deadline: LinkInstant?
+            func consider(_ instant: LinkInstant?) {
+                guard let instant else { return }
+                deadline = deadline.map { min($0, instant) } ?? instant
+            }
+            if !link.zeroAck {
+                consider(unacked.lazy.filter { !$0.heldByPeer }.map(\.deadline).min())
+                consider(unacked.lazy.filter { $0.heldByPeer }.map { $0.deadline + link.retransmitTimeout }.min())
+                consider(ackDeadline)
+            }
+            if let interval = configuration.keepAliveInterval { consider(lastSent + interval) }
+            if let limit = configuration.silenceLimit { consider(lastReceived + limit) }
+            return deadline
+        }
+    }
+
+    // MARK: - Inputs
+
+    /// Begins: the accessory sends detect (or SYN when `skipDetect`); the
+    /// device starts listening. Also restarts a closed accessory end.
+    public mutating func start(now: LinkInstant) -> [LinkAction] {
+        resetLinkState()
+        switch configuration.role {
+        case .device:
+            state = .listening
+        case .accessory:
+            if configuration.skipDetect {
+                sendSYN(now: now, attempts: 1, renegotiating: false)
+            } else {
+                emit(DetectSequence.bytes, now: now)
+                state = .detecting(attempts: 1, next: now + configuration.detectInterval)
+            }
+        }
+        return takeActions()
+    }
+
+    /// Bytes from the transport.
+    public mutating func receive(_ bytes: some Collection<UInt8>, now: LinkInstant) -> [LinkAction] {
+        if case .idle = state { return [] }
+        if case .closed = state { return [] }
+        decoder.append(bytes)
+        while let event = decoder.next() {
+            switch event {
+            case .detect:
+                lastReceived = now
+                detectReceived(now: now)
+            case .packet(let header, _, let valid):
+                guard valid else {
+                    statistics.corruptPacketsReceived += 1
+                    continue
+                }
+                lastReceived = now
+                statistics.packetsReceived += 1
+                packetReceived(header, payload: Array(decoder.payload), now: now)
+            case .iap1:
+                if case .detecting = state, configuration.role == .accessory {
+                    let payload = Array(decoder.payload)
+                    fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: payload.count > 1 ? UInt16(payload[1]) : 0), now: now)
+                }
+            case .skipped(let skipped):
+                statistics.bytesSkipped += skipped.count
+            }
+            if case .closed = state { break }
+        }
+        flush(now: now)
+        return takeActions()
+    }
+
+    /// Queues bytes on a session; they go out as the window allows, split
+    /// into packets of the negotiated size. Throws instead of queueing when
+    /// the link is down, the session unknown or its queue full.
+    public mutating func send(_ bytes: [UInt8], session: UInt8, now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
+        guard case .connected(let link) = state else { throw LinkSendError(kind: .linkNotUp) }
+        guard link.session(session) != nil else { throw LinkSendError(kind: .unknownSession(session)) }
+        let limit = configuration.sendQueueLimit
+        guard bytes.count <= limit else { throw LinkSendError(kind: .tooLarge(size: bytes.count, limit: limit)) }
+        let queued = queues[session]?.count ?? 0
+        guard queued + bytes.count <= limit else {
+            queues[session]?.blocked = true
+            throw LinkSendError(kind: .queueFull(session: session, queued: queued, limit: limit))
+        }
+        queues[session, default: SessionQueue()].bytes.append(contentsOf: bytes)
+        flush(now: now)
+        return takeActions()
+    }
+
+    /// Whether `count` more bytes fit in the session's queue right now.
+    public func canSend(_ count: Int, session: UInt8) -> Bool {
+        guard isUp, negotiated?.session(session) != nil else { return false }
+        return (queues[session]?.count ?? 0) + count <= configuration.sendQueueLimit
+    }
+
+    /// Timers: detect and SYN repetition, retransmission, delayed
+    /// acknowledgement, keep-alive and the silence limit.
+    public mutating func tick(now: LinkInstant) -> [LinkAction] {
+        switch state {
+        case .detecting(let attempts, let next) where now >= next:
+            if let limit = configuration.detectAttempts, attempts >= limit {
+                fail(.detectUnanswered(attempts: attempts), now: now)
+            } else {
+                emit(DetectSequence.bytes, now: now)
+                state = .detecting(attempts: attempts + 1, next: now + configuration.detectInterval)
+            }
+        case .synchronizing(let proposal, let attempts, let next, let renegotiating) where now >= next:
+            let limit = max(1, configuration.parameters.maximumRetransmissions)
+            if attempts > limit {
+                if renegotiating {
+                    goDown(.retransmissionsExhausted(sequence: sendSequence, attempts: attempts - 1), now: now)
+                } else {
+                    fail(.synchronizationUnanswered(attempts: attempts), now: now)
+                }
+            } else {
+                emitPacket(LinkPacket(control: .syn, sequence: sendSequence, payload: proposal.encoded()), now: now)
+                state = .synchronizing(proposal: proposal, attempts: attempts + 1, next: now + configuration.parameters.retransmitTimeout,
+                                       renegotiating: renegotiating)
+            }
+        case .connected(let link):
+            connectedTick(link, now: now)
+        default:
+            break
+        }
+        return takeActions()
+    }
+
+    /// Sends RST and ends the connection (reported as `.down(.localReset)`
+    /// when it was up).
+    public mutating func reset(now: LinkInstant) -> [LinkAction] {
+        switch state {
+        case .idle, .closed:
+            return []
+        default:
+            emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+            if isUp { goDown(.localReset, now: now) } else { closeQuietly() }
+            return takeActions()
+        }
+    }
+
+    /// The accessory proposes new parameters on a connected link.
+    public mutating func renegotiate(now: LinkInstant) -> [LinkAction] {
+        guard configuration.role == .accessory, isUp else { return [] }
+        requeueUnacknowledged()
+        sendSequence &+= 1
+        sendSYN(now: now, attempts: 1, renegotiating: true)
+        return takeActions()
+    }
+
+    // MARK: - Handshake
+
+    private mutating func detectReceived(now: LinkInstant) {
+        switch (configuration.role, state) {
+        case (.accessory, .detecting):
+            sendSYN(now: now, attempts: 1, renegotiating: false)
+        case (.accessory, _):
+            break
+        case (.device, .connected), (.device, .answered(_, true)):
+            goDown(.peerRestarted, now: now)
+            emit(DetectSequence.bytes, now: now)
+        case (.device, _):
+            emit(DetectSequence.bytes, now: now)
+        }
+    }
+
+    private mutating func sendSYN(now: LinkInstant, attempts: Int, renegotiating: Bool) {
+        let proposal = configuration.parameters.synchronization
+        emitPacket(LinkPacket(control: .syn, sequence: sendSequence, payload: proposal.encoded()), now: now)
+        state = .synchronizing(proposal: proposal, attempts: attempts + 1, next: now + configuration.parameters.retransmitTimeout,
+                               renegotiating: renegotiating)
+    }
+
+    private mutating func packetReceived(_ header: LinkPacketHeader, payload: [UInt8], now: LinkInstant) {
+        let control = header.control
+        if control.contains(.rst) {
+            switch state {
+            case .connected, .answered(_, true): goDown(.peerReset, now: now)
+            case .synchronizing(_, _, _, false): fail(.peerReset, now: now)
+            case .synchronizing(_, _, _, true): goDown(.peerReset, now: now)
+            default: break
+            }
+            return
+        }
+        if control.contains(.syn) {
+            synReceived(header, payload: payload, now: now)
+            return
+        }
+        if control.contains(.slp) { actions.append(.event(.peerSleeping)) }
+
+        switch state {
+        case .answered(let link, let renegotiating):
+            // The accessory's ACK of our SYN+ACK completes the handshake.
+            guard control.contains(.ack), header.acknowledgement == sendSequence else {
+                if !payload.isEmpty { emitReset(now: now) }
+                return
+            }
+            becomeConnected(link, renegotiated: renegotiating, now: now)
+            connectedPacket(header, payload: payload, link: link, now: now)
+        case .connected(let link):
+            connectedPacket(header, payload: payload, link: link, now: now)
+        case .listening:
+            // Traffic for a connection this end does not have (it restarted):
+            // tell the peer at once rather than letting it time out.
+            if !payload.isEmpty || control.contains(.ack) { emitReset(now: now) }
+        default:
+            break
+        }
+    }
+
+    private mutating func synReceived(_ header: LinkPacketHeader, payload: [UInt8], now: LinkInstant) {
+        let sync: LinkSynchronization
+        do {
+            sync = try LinkSynchronization(decoding: payload)
+        } catch {
+            if configuration.role == .device {
+                actions.append(.event(.proposalRefused([error.detail])))
+                emitReset(now: now)
+            }
+            return
+        }
+        switch configuration.role {
+        case .device:
+            let renegotiating: Bool
+            switch state {
+            case .connected: renegotiating = true
+            case .answered(_, let again): renegotiating = again
+            default: renegotiating = false
+            }
+            switch LinkNegotiation.answer(to: sync, limits: configuration.parameters) {
+            case .failure(let failure):
+                actions.append(.event(.proposalRefused(failure.reasons)))
+                emitReset(now: now)
+            case .success(let (answer, adjustments)):
+                if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
+                if renegotiating { requeueUnacknowledged() }
+                if case .answered = state {} else if renegotiating { sendSequence &+= 1 } else { sendSequence = configuration.initialSequence }
+                receivedSequence = header.sequence
+                emitPacket(LinkPacket(control: [.syn, .ack], sequence: sendSequence, acknowledgement: header.sequence, payload: answer.encoded()), now: now)
+                let link = LinkNegotiation.negotiated(own: answer, peer: sync, timers: answer)
+                state = .answered(link: link, renegotiating: renegotiating)
+            }
+        case .accessory:
+            guard case .synchronizing(let proposal, _, _, let renegotiating) = state, header.control.contains(.ack),
+                  header.acknowledgement == sendSequence else { return }
+            switch LinkNegotiation.accept(answer: sync, proposal: proposal) {
+            case .failure(let failure):
+                emitPacket(LinkPacket(control: .rst, sequence: sendSequence), now: now)
+                if renegotiating {
+                    goDown(.localReset, now: now)
+                } else {
+                    fail(.negotiationRefused(failure.reasons), now: now)
+                }
+            case .success(let link):
+                receivedSequence = header.sequence
+                becomeConnected(link, renegotiated: renegotiating, now: now)
+                ackNow = true
+            }
+        }
+    }
+
+    private mutating func becomeConnected(_ link: NegotiatedLink, renegotiated: Bool, now: LinkInstant) {
+        state = .connected(link)
+        outOfOrder.removeAll()
+        pendingAcks = 0
+        ackDeadline = nil
+        lastReceived = now
+        let ids = link.sessions.map(\.id)
+        for id in ids where queues[id] == nil { queues[id] = SessionQueue() }
+        sessionOrder = ids
+        decoder = LinkStreamDecoder(configuration: .init(maximumPacketLength: link.receivePacketLength))
+        actions.append(.event(renegotiated ? .renegotiated(link) : .up(link)))
+    }
+
+    // MARK: - Connected
+
+    private mutating func connectedPacket(_ header: LinkPacketHeader, payload: [UInt8], link: NegotiatedLink, now: LinkInstant) {
+        if header.control.contains(.ack) && !link.zeroAck { acknowledge(header.acknowledgement, link: link) }
+        if header.control.contains(.eak) {
+            statistics.eaksReceived += 1
+            extendedAcknowledgement(payload, link: link, now: now)
+            return
+        }
+        guard !payload.isEmpty else { return }
+        if link.zeroAck {
+            receivedSequence = header.sequence
+            deliver(session: header.session, payload, link: link)
+            return
+        }
+        let distance = Int(header.sequence &- receivedSequence)
+        if distance == 1 {
+            receivedSequence = header.sequence
+            deliver(session: header.session, payload, link: link)
+            pendingAcks += 1
+            while let next = outOfOrder.removeValue(forKey: receivedSequence &+ 1) {
+                receivedSequence &+= 1
+                deliver(session: next.session, next.payload, link: link)
+                pendingAcks += 1
+            }
+            if pendingAcks >= max(1, link.maximumCumulativeAcks) {
+                ackNow = true
+            } else if ackDeadline == nil {
+                ackDeadline = now + link.cumulativeAckTimeout
+            }
+        } else if distance > 1 && distance <= link.receiveWindow {
+            statistics.outOfOrderReceived += 1
+            if outOfOrder[header.sequence] == nil { outOfOrder[header.sequence] = (header.session, payload) }
+            sendEAK(now: now)
+        } else {
+            // Already delivered: the peer missed our acknowledgement.
+            statistics.duplicatesReceived += 1
+            ackNow = true
+        }
+    }
+
+    private mutating func deliver(session: UInt8, _ payload: [UInt8], link: NegotiatedLink) {
+        guard link.session(session) != nil else { return }
+        actions.append(.deliver(session: session, payload))
+    }
+
+    /// Removes every packet up to and including `sequence` from the
+    /// retransmission queue.
+    private mutating func acknowledge(_ sequence: UInt8, link: NegotiatedLink) {
+        var count = 0
+        for packet in unacked {
+            // In the window, `sequence - packet` is small; for later packets it wraps past 127.
+            guard Int(sequence &- packet.sequence) < 128 else { break }
+            count += 1
+        }
+        if count > 0 { unacked.removeFirst(count) }
+    }
+
+    /// The peer holds the listed packets out of order: everything older that
+    /// it does not list is missing and goes again now.
+    private mutating func extendedAcknowledgement(_ payload: [UInt8], link: NegotiatedLink, now: LinkInstant) {
+        let held = Set(payload)
+        guard let newest = unacked.lastIndex(where: { held.contains($0.sequence) }) else { return }
+        for index in unacked.indices where index <= newest {
+            if held.contains(unacked[index].sequence) {
+                unacked[index].heldByPeer = true
+            } else {
+                retransmit(index, link: link, now: now)
+            }
+        }
+    }
+
+    private mutating func sendEAK(now: LinkInstant) {
+        let held = outOfOrder.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }
+        statistics.eaksSent += 1
+        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: held), now: now)
+        pendingAcks = 0
+        ackDeadline = nil
+    }
+
+    private mutating func retransmit(_ index: Int, link: NegotiatedLink, now: LinkInstant) {
+        let packet = unacked[index]
+        unacked[index].retransmissions += 1
+        unacked[index].deadline = now + link.retransmitTimeout
+        statistics.retransmissions += 1
+        emitPacket(LinkPacket(control: .ack, sequence: packet.sequence, acknowledgement: receivedSequence, session: packet.session, payload: packet.payload), now: now)
+        pendingAcks = 0
+        ackDeadline = nil
+    }
+
+    private mutating func connectedTick(_ link: NegotiatedLink, now: LinkInstant) {
+        if let limit = configuration.silenceLimit, now - lastReceived >= limit {
+            goDown(.peerSilent(now - lastReceived), now: now)
+            return
+        }
+        if !link.zeroAck {
+            for index in unacked.indices {
+                let due = unacked[index].heldByPeer ? unacked[index].deadline + link.retransmitTimeout : unacked[index].deadline
+                guard now >= due else { continue }
+                if unacked[index].retransmissions >= link.maximumRetransmissions {
+                    goDown(.retransmissionsExhausted(sequence: unacked[index].sequence, attempts: unacked[index].retransmissions), now: now)
+                    return
+                }
+                unacked[index].heldByPeer = false
+                retransmit(index, link: link, now: now)
+            }
+            if let deadline = ackDeadline, now >= deadline { ackNow = true }
+        }
+        flush(now: now)
+        if let interval = configuration.keepAliveInterval, now - lastSent >= interval {
+            emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+        }
+    }
+
+    /// Sends queued session data while the window allows (each packet
+    /// carrying the current acknowledgement), then a bare ACK if one is due.
+    private mutating func flush(now: LinkInstant) {
+        guard case .connected(let link) = state else {
+            ackNow = false
+            return
+        }
+        while link.zeroAck || unacked.count < link.sendWindow, let session = nextSessionWithData() {
+            let chunk = queues[session]!.take(link.maximumPayload)
+            sendSequence &+= 1
+            emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence, session: session, payload: chunk), now: now)
+            if !link.zeroAck {
+                unacked.append(Outgoing(sequence: sendSequence, session: session, payload: chunk,
+                                        deadline: now + link.retransmitTimeout, retransmissions: 0, heldByPeer: false))
+            }
+            pendingAcks = 0
+            ackDeadline = nil
+            ackNow = false
+            if let queue = queues[session], queue.blocked, queue.count * 2 <= configuration.sendQueueLimit {
+                queues[session]?.blocked = false
+                actions.append(.event(.sessionWritable(session)))
+            }
+        }
+        if ackNow && !link.zeroAck {
+            emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+            pendingAcks = 0
+            ackDeadline = nil
+        }
+        ackNow = false
+    }
+
+    /// Round-robin over sessions, so one busy session cannot starve another.
+    private mutating func nextSessionWithData() -> UInt8? {
+        guard !sessionOrder.isEmpty else { return nil }
+        for offset in 0..<sessionOrder.count {
+            let index = (nextSessionIndex + offset) % sessionOrder.count
+            let session = sessionOrder[index]
+            if (queues[session]?.count ?? 0) > 0 {
+                nextSessionIndex = (index + 1) % sessionOrder.count
+                return session
+            }
+        }
+        return nil
+    }
+
+    /// Puts unacknowledged payloads back at the front of their session
+    /// queues, oldest first, so a renegotiation loses nothing.
+    private mutating func requeueUnacknowledged() {
+        for packet in unacked.reversed() {
+            queues[packet.session, default: SessionQueue()].putBack(packet.payload)
+        }
+        unacked.removeAll()
+    }
+
+    // MARK: - Endings
+
+    private mutating func goDown(_ reason: LinkDownReason, now: LinkInstant) {
+        actions.append(.event(.down(reason)))
+        resetLinkState()
+        state = configuration.role == .device ? .listening : .closed
+    }
+
+    private mutating func fail(_ failure: LinkFailure, now: LinkInstant) {
+        actions.append(.event(.failed(failure)))
+        resetLinkState()
+        state = configuration.role == .device ? .listening : .closed
+    }
+
+    private mutating func closeQuietly() {
+        resetLinkState()
+        state = configuration.role == .device ? .listening : .closed
+    }
+
+    private mutating func resetLinkState() {
+        unacked.removeAll()
+        outOfOrder.removeAll()
+        queues.removeAll()
+        sessionOrder.removeAll()
+        pendingAcks = 0
+        ackDeadline = nil
+        ackNow = false
+        sendSequence = configuration.initialSequence
+        decoder.reset()
+    }
+
+    private mutating func emitReset(now: LinkInstant) {
+        emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+    }
+
+    // MARK: - Output
+
+    private mutating func emitPacket(_ packet: LinkPacket, now: LinkInstant) {
+        // Payloads are bounded by the negotiated length before they get here.
+        guard let bytes = try? packet.encoded() else { return }
+        statistics.packetsSent += 1
+        emit(bytes, now: now)
+    }
+
+    private mutating func emit(_ bytes: [UInt8], now: LinkInstant) {
+        lastSent = now
+        actions.append(.send(bytes))
+    }
+
+    private mutating func takeActions() -> [LinkAction] {
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+}

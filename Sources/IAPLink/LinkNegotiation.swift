@@ -1,0 +1,175 @@
+import IAPWire
+
+/// What one link end proposes (the accessory) or accepts at most (the device).
+///
+/// `maximumOutstandingPackets` and `maximumPacketLength` are this end's own
+/// receive limits and are taken by the peer as they are. The timers and
+/// counts settle on the smaller of the two proposals (IAP-FACTS.md, as the
+/// reference link code negotiates).
+public struct LinkParameters: Hashable, Sendable {
+    public var maximumOutstandingPackets: Int
+    public var maximumPacketLength: Int
+    public var retransmitTimeout: Duration
+    public var cumulativeAckTimeout: Duration
+    public var maximumRetransmissions: Int
+    public var maximumCumulativeAcks: Int
+    /// No acknowledgements or retransmissions: for transports that are
+    /// already reliable (iAP2 tunnelled over TCP, say).
+    public var zeroAck: Bool
+    public var sessions: [LinkSessionDescriptor]
+
+    public init(
+        maximumOutstandingPackets: Int = 8, maximumPacketLength: Int = 4096,
+        retransmitTimeout: Duration = .milliseconds(1000), cumulativeAckTimeout: Duration = .milliseconds(50),
+        maximumRetransmissions: Int = 10, maximumCumulativeAcks: Int = 4, zeroAck: Bool = false,
+        sessions: [LinkSessionDescriptor] = LinkParameters.standardSessions
+    ) {
+        self.maximumOutstandingPackets = maximumOutstandingPackets
+        self.maximumPacketLength = maximumPacketLength
+        self.retransmitTimeout = retransmitTimeout
+        self.cumulativeAckTimeout = cumulativeAckTimeout
+        self.maximumRetransmissions = maximumRetransmissions
+        self.maximumCumulativeAcks = maximumCumulativeAcks
+        self.zeroAck = zeroAck
+        self.sessions = sessions
+    }
+
+    /// Control on session 1, file transfer on 2, external accessory on 3.
+    public static let standardSessions: [LinkSessionDescriptor] = [
+        .init(id: 1, type: .control), .init(id: 2, type: .fileTransfer), .init(id: 3, type: .externalAccessory),
+    ]
+
+    /// The SYN payload carrying these parameters (values beyond a field's
+    /// width are clamped to it; `violations` then names them).
+    public var synchronization: LinkSynchronization {
+        func u8(_ value: Int) -> UInt8 { UInt8(clamping: value) }
+        func u16(_ value: Int) -> UInt16 { UInt16(clamping: value) }
+        return LinkSynchronization(
+            maximumOutstandingPackets: u8(maximumOutstandingPackets), maximumPacketLength: u16(maximumPacketLength),
+            retransmitTimeoutMilliseconds: zeroAck ? 0 : u16(retransmitTimeout.wholeMilliseconds),
+            cumulativeAckTimeoutMilliseconds: zeroAck ? 0 : u16(cumulativeAckTimeout.wholeMilliseconds),
+            maximumRetransmissions: zeroAck ? 0 : u8(maximumRetransmissions),
+            maximumCumulativeAcks: zeroAck ? 0 : u8(maximumCumulativeAcks), sessions: sessions)
+    }
+
+    public init(_ sync: LinkSynchronization) {
+        self.init(
+            maximumOutstandingPackets: Int(sync.maximumOutstandingPackets), maximumPacketLength: Int(sync.maximumPacketLength),
+            retransmitTimeout: .milliseconds(Int(sync.retransmitTimeoutMilliseconds)),
+            cumulativeAckTimeout: .milliseconds(Int(sync.cumulativeAckTimeoutMilliseconds)),
+            maximumRetransmissions: Int(sync.maximumRetransmissions), maximumCumulativeAcks: Int(sync.maximumCumulativeAcks),
+            zeroAck: sync.isZeroAck, sessions: sync.sessions)
+    }
+}
+
+/// The parameters both ends run with once the link is up, seen from one end.
+public struct NegotiatedLink: Hashable, Sendable {
+    /// Packets this end may have unacknowledged: the peer's receive limit.
+    public var sendWindow: Int
+    /// Largest packet this end may send: the peer's receive limit.
+    public var sendPacketLength: Int
+    /// Limits this end advertised for what it receives.
+    public var receiveWindow: Int
+    public var receivePacketLength: Int
+    public var retransmitTimeout: Duration
+    public var cumulativeAckTimeout: Duration
+    public var maximumRetransmissions: Int
+    public var maximumCumulativeAcks: Int
+    public var zeroAck: Bool
+    public var sessions: [LinkSessionDescriptor]
+
+    /// Largest payload one packet can carry on this link.
+    public var maximumPayload: Int { sendPacketLength - LinkPacket.headerLength - 1 }
+
+    public func session(_ id: UInt8) -> LinkSessionDescriptor? { sessions.first { $0.id == id } }
+}
+
+/// Why a negotiation did not produce a link.
+public struct NegotiationFailure: Error, Hashable, Sendable, CustomStringConvertible {
+    public let reasons: [String]
+    public var description: String { reasons.joined(separator: "; ") }
+}
+
+/// The rules of link synchronisation, shared by both ends.
+public enum LinkNegotiation {
+    /// The device's answer to a SYN: its own receive limits, the smaller of
+    /// each timer and count, with out-of-range proposals adjusted into range.
+    /// Proposals that cannot be adjusted (an unknown link version, no control
+    /// session, duplicate session ids) are refused.
+    public static func answer(to proposal: LinkSynchronization, limits: LinkParameters) -> Result<(answer: LinkSynchronization, adjustments: [String]), NegotiationFailure> {
+        var refusals: [String] = []
+        if proposal.version != LinkSynchronization.supportedVersion {
+            refusals.append("link version \(proposal.version) is not supported (only \(LinkSynchronization.supportedVersion))")
+        }
+        if !proposal.sessions.contains(where: { $0.type == .control }) {
+            refusals.append("no control session offered")
+        }
+        if Set(proposal.sessions.map(\.id)).count != proposal.sessions.count {
+            refusals.append("session ids are not unique")
+        }
+        if !refusals.isEmpty { return .failure(NegotiationFailure(reasons: refusals)) }
+
+        var adjustments = proposal.violations
+        var answer = LinkSynchronization(
+            maximumOutstandingPackets: UInt8(clamping: min(max(limits.maximumOutstandingPackets, 1), 127)),
+            maximumPacketLength: UInt16(clamping: max(limits.maximumPacketLength, LinkSynchronization.minimumPacketLength)),
+            retransmitTimeoutMilliseconds: 0, cumulativeAckTimeoutMilliseconds: 0, maximumRetransmissions: 0, maximumCumulativeAcks: 0,
+            sessions: proposal.sessions)
+        if !proposal.isZeroAck {
+            let ownRTO = limits.zeroAck ? Int.max : limits.retransmitTimeout.wholeMilliseconds
+            let rto = max(LinkSynchronization.minimumRetransmitTimeout, min(Int(proposal.retransmitTimeoutMilliseconds), ownRTO))
+            var cack = max(LinkSynchronization.minimumCumulativeAckTimeout,
+                           min(Int(proposal.cumulativeAckTimeoutMilliseconds), limits.zeroAck ? Int.max : limits.cumulativeAckTimeout.wholeMilliseconds))
+            cack = min(cack, rto / 2)
+            let retries = min(max(Int(proposal.maximumRetransmissions), 1), 30, limits.zeroAck ? 30 : limits.maximumRetransmissions)
+            let acks = min(Int(proposal.maximumCumulativeAcks), limits.zeroAck ? 127 : limits.maximumCumulativeAcks,
+                           Int(answer.maximumOutstandingPackets), Int(proposal.maximumOutstandingPackets), 127)
+            answer.retransmitTimeoutMilliseconds = UInt16(clamping: rto)
+            answer.cumulativeAckTimeoutMilliseconds = UInt16(clamping: max(cack, LinkSynchronization.minimumCumulativeAckTimeout))
+            answer.maximumRetransmissions = UInt8(clamping: max(1, retries))
+            answer.maximumCumulativeAcks = UInt8(clamping: max(0, acks))
+            if answer.cumulativeAckTimeoutMilliseconds > answer.retransmitTimeoutMilliseconds / 2 {
+                answer.retransmitTimeoutMilliseconds = answer.cumulativeAckTimeoutMilliseconds * 2
+            }
+        }
+        adjustments = adjustments.map { "adjusted: " + $0 }
+        return .success((answer, adjustments))
+    }
+
+    /// The accessory's check of the device's answer: acceptable when every
+    /// value is in range, no timer or count exceeds what was proposed, and the
+    /// sessions are the ones offered.
+    public static func accept(answer: LinkSynchronization, proposal: LinkSynchronization) -> Result<NegotiatedLink, NegotiationFailure> {
+        var problems = answer.violations
+        if answer.sessions != proposal.sessions { problems.append("the answer's sessions differ from those offered") }
+        if answer.isZeroAck != proposal.isZeroAck { problems.append("the answer does not keep the proposed zero-ACK choice") }
+        if !answer.isZeroAck {
+            if answer.retransmitTimeoutMilliseconds > proposal.retransmitTimeoutMilliseconds {
+                problems.append("retransmission timeout raised from \(proposal.retransmitTimeoutMilliseconds) to \(answer.retransmitTimeoutMilliseconds) ms")
+            }
+            if answer.cumulativeAckTimeoutMilliseconds > proposal.cumulativeAckTimeoutMilliseconds {
+                problems.append("cumulative ACK timeout raised from \(proposal.cumulativeAckTimeoutMilliseconds) to \(answer.cumulativeAckTimeoutMilliseconds) ms")
+            }
+            if answer.maximumRetransmissions > proposal.maximumRetransmissions {
+                problems.append("max retransmissions raised from \(proposal.maximumRetransmissions) to \(answer.maximumRetransmissions)")
+            }
+            if answer.maximumCumulativeAcks > proposal.maximumCumulativeAcks {
+                problems.append("max cumulative ACKs raised from \(proposal.maximumCumulativeAcks) to \(answer.maximumCumulativeAcks)")
+            }
+        }
+        if !problems.isEmpty { return .failure(NegotiationFailure(reasons: problems)) }
+        return .success(negotiated(own: proposal, peer: answer, timers: answer))
+    }
+
+    /// The link as one end runs it, from its own SYN payload, the peer's and
+    /// the agreed timers.
+    static func negotiated(own: LinkSynchronization, peer: LinkSynchronization, timers: LinkSynchronization) -> NegotiatedLink {
+        NegotiatedLink(
+            sendWindow: Int(peer.maximumOutstandingPackets), sendPacketLength: Int(peer.maximumPacketLength),
+            receiveWindow: Int(own.maximumOutstandingPackets), receivePacketLength: Int(own.maximumPacketLength),
+            retransmitTimeout: .milliseconds(Int(timers.retransmitTimeoutMilliseconds)),
+            cumulativeAckTimeout: .milliseconds(Int(timers.cumulativeAckTimeoutMilliseconds)),
+            maximumRetransmissions: Int(timers.maximumRetransmissions), maximumCumulativeAcks: Int(timers.maximumCumulativeAcks),
+            zeroAck: timers.isZeroAck, sessions: timers.sessions)
+    }
+}
