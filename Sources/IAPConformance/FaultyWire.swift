@@ -33,6 +33,11 @@ public struct WireFaults: Hashable, Sendable, CustomStringConvertible {
     public var bandwidth: Int?
     /// Chance that a write arrives in several pieces (exercises the decoder's splits).
     public var fragmentation: Double = 0
+    /// Writes (counted from 1) that are lost for certain: deterministic
+    /// single losses for scenarios such as EAK recovery.
+    public var dropWrites: Set<Int> = []
+    /// Lose every write from this one on (counted from 1): a peer that vanishes.
+    public var blackholeFrom: Int?
 
     public init(loss: Double = 0, duplication: Double = 0, reordering: Double = 0, corruption: Double = 0,
                 delay: Duration = .milliseconds(1), jitter: Duration = .zero, bandwidth: Int? = nil, fragmentation: Double = 0) {
@@ -86,7 +91,8 @@ public struct FaultyWire: Sendable {
 
     public mutating func write(_ bytes: [UInt8], now: LinkInstant) {
         written += 1
-        if random.chance(faults.loss) || inFlight.count >= Self.capacity {
+        let doomed = faults.dropWrites.contains(written) || (faults.blackholeFrom.map { written >= $0 } ?? false)
+        if random.chance(faults.loss) || doomed || inFlight.count >= Self.capacity {
             dropped += 1
             return
         }

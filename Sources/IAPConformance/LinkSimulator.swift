@@ -27,6 +27,11 @@ public struct LinkSimulator: Sendable {
     public private(set) var steps = 0
     public static let maximumSteps = 2_000_000
 
+    /// Changes the faults of one direction from now on.
+    public mutating func setFaults(_ faults: WireFaults, towards role: LinkRole) {
+        if role == .device { outbound.faults = faults } else { inbound.faults = faults }
+    }
+
     public init(accessory: LinkConfiguration, device: LinkConfiguration, outbound: WireFaults = .none, inbound: WireFaults = .none, seed: UInt64 = 1) {
         self.accessory = LinkEnd(configuration: accessory)
         self.device = LinkEnd(configuration: device)

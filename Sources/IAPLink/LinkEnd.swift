@@ -58,10 +58,6 @@ public struct LinkEnd: Sendable {
             }
             return chunk
         }
-
-        mutating func putBack(_ chunk: [UInt8]) {
-            bytes.replaceSubrange(head..<head, with: chunk)
-        }
     }
 
     private var state = State.idle
@@ -78,12 +74,19 @@ public struct LinkEnd: Sendable {
     private var nextSessionIndex = 0
     private var lastSent = LinkInstant.zero
     private var lastReceived = LinkInstant.zero
+    /// Since when the decoder has held an incomplete packet.
+    private var partialSince: LinkInstant?
+    /// The accessory waits for its packets in flight before renegotiating.
+    private var renegotiationRequested = false
     private var actions: [LinkAction] = []
 
     public init(configuration: LinkConfiguration) {
         self.configuration = configuration
         self.sendSequence = configuration.initialSequence
-        self.decoder = LinkStreamDecoder(configuration: .init(maximumPacketLength: max(configuration.parameters.maximumPacketLength, LinkPacket.minimumNegotiableLength)))
+        // Before the link is up any length is possible (a SYN can exceed the
+        // limit it announces); after, the negotiated receive limit applies.
+        self.decoder = LinkStreamDecoder(configuration: .init(maximumPacketLength: LinkPacket.maximumLength,
+                                                              recognizesIAP1: configuration.role == .accessory))
     }
 
     // MARK: - Public state
@@ -107,6 +110,13 @@ public struct LinkEnd: Sendable {
 
     /// When `tick` must next be called, if ever.
     public var nextDeadline: LinkInstant? {
+        let linkDeadline = self.linkDeadline
+        guard let partialSince else { return linkDeadline }
+        let abandon = partialSince + configuration.partialPacketTimeout
+        return linkDeadline.map { min($0, abandon) } ?? abandon
+    }
+
+    private var linkDeadline: LinkInstant? {
         switch state {
         case .idle, .closed, .listening, .answered:
             return nil
@@ -154,6 +164,12 @@ public struct LinkEnd: Sendable {
         if case .idle = state { return [] }
         if case .closed = state { return [] }
         decoder.append(bytes)
+        decodeBuffered(now: now)
+        flush(now: now)
+        return takeActions()
+    }
+
+    private mutating func decodeBuffered(now: LinkInstant) {
         while let event = decoder.next() {
             switch event {
             case .detect:
@@ -177,8 +193,11 @@ public struct LinkEnd: Sendable {
             }
             if case .closed = state { break }
         }
-        flush(now: now)
-        return takeActions()
+        if decoder.bufferedByteCount == 0 {
+            partialSince = nil
+        } else if partialSince == nil {
+            partialSince = now
+        }
     }
 
     /// Queues bytes on a session; they go out as the window allows, split
@@ -208,6 +227,13 @@ public struct LinkEnd: Sendable {
     /// Timers: detect and SYN repetition, retransmission, delayed
     /// acknowledgement, keep-alive and the silence limit.
     public mutating func tick(now: LinkInstant) -> [LinkAction] {
+        if let since = partialSince, now >= since + configuration.partialPacketTimeout {
+            // Stale bytes that look like the start of a long packet: stop
+            // waiting for them and look for packets inside.
+            decoder.abandonCandidate()
+            partialSince = nil
+            decodeBuffered(now: now)
+        }
         switch state {
         case .detecting(let attempts, let next) where now >= next:
             if let limit = configuration.detectAttempts, attempts >= limit {
@@ -250,12 +276,14 @@ public struct LinkEnd: Sendable {
         }
     }
 
-    /// The accessory proposes new parameters on a connected link.
+    /// The accessory proposes its parameters again on a connected link. New
+    /// data waits while the packets in flight are acknowledged; then SYN goes
+    /// out. Sequence numbers carry on across the renegotiation, so nothing in
+    /// flight either way is lost or delivered twice.
     public mutating func renegotiate(now: LinkInstant) -> [LinkAction] {
         guard configuration.role == .accessory, isUp else { return [] }
-        requeueUnacknowledged()
-        sendSequence &+= 1
-        sendSYN(now: now, attempts: 1, renegotiating: true)
+        renegotiationRequested = true
+        flush(now: now)
         return takeActions()
     }
 
@@ -301,8 +329,10 @@ public struct LinkEnd: Sendable {
 
         switch state {
         case .answered(let link, let renegotiating):
-            // The accessory's ACK of our SYN+ACK completes the handshake.
-            guard control.contains(.ack), header.acknowledgement == sendSequence else {
+            // The accessory's ACK of our SYN+ACK completes the handshake (on a
+            // renegotiation it may still lag behind packets in flight).
+            let acknowledged = renegotiating ? Int(sendSequence &- header.acknowledgement) < 128 : header.acknowledgement == sendSequence
+            guard control.contains(.ack), acknowledged else {
                 if !payload.isEmpty { emitReset(now: now) }
                 return
             }
@@ -344,8 +374,10 @@ public struct LinkEnd: Sendable {
                 emitReset(now: now)
             case .success(let (answer, adjustments)):
                 if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
-                if renegotiating { requeueUnacknowledged() }
-                if case .answered = state {} else if renegotiating { sendSequence &+= 1 } else { sendSequence = configuration.initialSequence }
+                // A first SYN+ACK takes the initial sequence number; on a
+                // renegotiation it names the last one sent and consumes none,
+                // so packets in flight keep their numbers.
+                if !renegotiating { sendSequence = configuration.initialSequence }
                 receivedSequence = header.sequence
                 emitPacket(LinkPacket(control: [.syn, .ack], sequence: sendSequence, acknowledgement: header.sequence, payload: answer.encoded()), now: now)
                 let link = LinkNegotiation.negotiated(own: answer, peer: sync, timers: answer)
@@ -363,7 +395,9 @@ public struct LinkEnd: Sendable {
                     fail(.negotiationRefused(failure.reasons), now: now)
                 }
             case .success(let link):
-                receivedSequence = header.sequence
+                // On a renegotiation the receive sequence carries on: the
+                // device's packets in flight arrive with their old numbers.
+                if !renegotiating { receivedSequence = header.sequence }
                 becomeConnected(link, renegotiated: renegotiating, now: now)
                 ackNow = true
             }
@@ -379,7 +413,8 @@ public struct LinkEnd: Sendable {
         let ids = link.sessions.map(\.id)
         for id in ids where queues[id] == nil { queues[id] = SessionQueue() }
         sessionOrder = ids
-        decoder = LinkStreamDecoder(configuration: .init(maximumPacketLength: link.receivePacketLength))
+        // From now on only iAP2 packets within the advertised limit are expected.
+        decoder.configuration = .init(maximumPacketLength: link.receivePacketLength, recognizesIAP1: false)
         actions.append(.event(renegotiated ? .renegotiated(link) : .up(link)))
     }
 
@@ -504,7 +539,7 @@ public struct LinkEnd: Sendable {
             ackNow = false
             return
         }
-        while link.zeroAck || unacked.count < link.sendWindow, let session = nextSessionWithData() {
+        while !renegotiationRequested, link.zeroAck || unacked.count < link.sendWindow, let session = nextSessionWithData() {
             let chunk = queues[session]!.take(link.maximumPayload)
             sendSequence &+= 1
             emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence, session: session, payload: chunk), now: now)
@@ -526,6 +561,11 @@ public struct LinkEnd: Sendable {
             ackDeadline = nil
         }
         ackNow = false
+        if renegotiationRequested && unacked.isEmpty {
+            renegotiationRequested = false
+            sendSequence &+= 1
+            sendSYN(now: now, attempts: 1, renegotiating: true)
+        }
     }
 
     /// Round-robin over sessions, so one busy session cannot starve another.
@@ -540,15 +580,6 @@ public struct LinkEnd: Sendable {
             }
         }
         return nil
-    }
-
-    /// Puts unacknowledged payloads back at the front of their session
-    /// queues, oldest first, so a renegotiation loses nothing.
-    private mutating func requeueUnacknowledged() {
-        for packet in unacked.reversed() {
-            queues[packet.session, default: SessionQueue()].putBack(packet.payload)
-        }
-        unacked.removeAll()
     }
 
     // MARK: - Endings
@@ -578,8 +609,11 @@ public struct LinkEnd: Sendable {
         pendingAcks = 0
         ackDeadline = nil
         ackNow = false
+        renegotiationRequested = false
         sendSequence = configuration.initialSequence
         decoder.reset()
+        decoder.configuration = .init(maximumPacketLength: LinkPacket.maximumLength, recognizesIAP1: configuration.role == .accessory)
+        partialSince = nil
     }
 
     private mutating func emitReset(now: LinkInstant) {

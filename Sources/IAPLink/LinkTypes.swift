@@ -27,11 +27,15 @@ public struct LinkConfiguration: Sendable {
     public var sendQueueLimit: Int
     /// Sequence number of this end's SYN (or SYN+ACK).
     public var initialSequence: UInt8
+    /// How long an incomplete packet may wait for the rest of its bytes
+    /// before it is taken for stale bytes and scanned past.
+    public var partialPacketTimeout: Duration
 
     public init(
         role: LinkRole, parameters: LinkParameters = LinkParameters(), detectInterval: Duration = .seconds(1),
         detectAttempts: Int? = nil, skipDetect: Bool = false, keepAliveInterval: Duration? = .seconds(2),
-        silenceLimit: Duration? = .seconds(10), sendQueueLimit: Int = 64 * 1024, initialSequence: UInt8 = 0
+        silenceLimit: Duration? = .seconds(10), sendQueueLimit: Int = 64 * 1024, initialSequence: UInt8 = 0,
+        partialPacketTimeout: Duration = .milliseconds(500)
     ) {
         self.role = role
         self.parameters = parameters
@@ -42,6 +46,7 @@ public struct LinkConfiguration: Sendable {
         self.silenceLimit = silenceLimit
         self.sendQueueLimit = sendQueueLimit
         self.initialSequence = initialSequence
+        self.partialPacketTimeout = partialPacketTimeout
     }
 }
 

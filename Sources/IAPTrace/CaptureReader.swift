@@ -182,7 +182,9 @@ public struct CaptureReader: Sendable {
             }
             frameCount += 1
             let units = interfaces[interface].unitsPerSecond
-            let nanos = units >= 1_000_000_000 ? timestamp / (units / 1_000_000_000) : timestamp * (1_000_000_000 / max(units, 1))
+            // A corrupt timestamp may not fit in nanoseconds: saturate rather than trap.
+            let scaled = timestamp.multipliedReportingOverflow(by: 1_000_000_000 / max(units, 1))
+            let nanos = units >= 1_000_000_000 ? timestamp / (units / 1_000_000_000) : scaled.overflow ? (timestamp < 0 ? .min : .max) : scaled.partialValue
             return .record(CaptureRecord(
                 frame: frameCount, linkType: interfaces[interface].linkType, bigEndian: bigEndian,
                 timestampNanoseconds: nanos, data: buffer[block + 28..<block + 28 + captured], originalLength: original))

@@ -85,7 +85,9 @@ public struct LinkStreamDecoder: Sendable {
         public var totalSkippedBytes: Int { skipped.reduce(0, +) }
     }
 
-    public let configuration: Configuration
+    /// May be changed between calls (a link tightens the maximum once it is
+    /// negotiated); it applies to candidates examined from then on.
+    public var configuration: Configuration
     public private(set) var statistics = Statistics()
 
     private var buffer: [UInt8] = []
@@ -99,6 +101,8 @@ public struct LinkStreamDecoder: Sendable {
     private var suspectReason = SkipReason.garbage
     private var payloadRange = 0..<0
     private var finished = false
+    /// Stream offset of a candidate to skip instead of waiting for it.
+    private var abandonAt: Int?
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -132,7 +136,21 @@ public struct LinkStreamDecoder: Sendable {
         start = 0
         pendingSkip = nil
         suspectEnd = 0
+        abandonAt = nil
         finished = false
+    }
+
+    /// Gives up on the candidate the decoder is waiting to complete (its
+    /// first byte is skipped as `.truncated`) so that scanning resumes inside
+    /// it. A live link calls this when a partial packet has not completed for
+    /// a while: stale bytes left in an endpoint can look like the header of a
+    /// long packet, and waiting for its length of new traffic would stall the
+    /// link. Returns whether there was anything to give up.
+    @discardableResult
+    public mutating func abandonCandidate() -> Bool {
+        guard start < buffer.count else { return false }
+        abandonAt = bufferOffset + start
+        return true
     }
 
     /// The payload of the last `.packet` (without its checksum) or `.iap1`
@@ -179,7 +197,11 @@ public struct LinkStreamDecoder: Sendable {
                 }
                 return nil
             }
-            let found = buffer.withUnsafeBufferPointer { examine($0, at: position) }
+            var found = buffer.withUnsafeBufferPointer { examine($0, at: position) }
+            if abandonAt == bufferOffset + position {
+                abandonAt = nil
+                if case .needMore = found { found = .skip(count: 1, reason: .truncated) }
+            }
             if case .needMore = found {
                 guard finished else { return nil }
                 // The stream ended inside a candidate: give up its first byte and
