@@ -237,8 +237,5 @@ public struct CaptureReader: Sendable {
 }
 
 func hexBytes(_ bytes: some Sequence<UInt8>, separator: String = " ") -> String {
-    bytes.map { byte in
-        let digits = String(byte, radix: 16)
-        return byte < 0x10 ? "0" + digits : digits
-    }.joined(separator: separator)
+    bytes.map(hexByte).joined(separator: separator)
 }

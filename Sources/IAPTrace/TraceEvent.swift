@@ -14,7 +14,7 @@ public struct CaptureEndpoint: Hashable, Sendable, CustomStringConvertible {
     public var device: UInt8
     public var endpoint: UInt8
     public var description: String {
-        "\(bus).\(device).\(String(format2: endpoint))"
+        "\(bus).\(device).\(hexByte(endpoint))"
     }
 }
 
@@ -102,9 +102,10 @@ public struct SkippedInfo: Sendable {
     public var detail: String?
 }
 
-extension String {
-    init(format2 byte: UInt8) {
-        let digits = String(byte, radix: 16)
-        self = byte < 0x10 ? "0" + digits : digits
-    }
+/// Two lowercase hex digits. (A free function, not a `String` initialiser:
+/// an unlabelled-looking overload of `String.init` once captured
+/// `map(String.init)` and printed decimal numbers in hex.)
+func hexByte(_ byte: UInt8) -> String {
+    let digits = String(byte, radix: 16)
+    return byte < 0x10 ? "0" + digits : digits
 }

@@ -192,7 +192,7 @@ public enum TraceText {
         var location = ""
         if let frame = event.frame { location += "#\(frame) " }
         if let line = event.line { location += "L\(line) " }
-        if let endpoint = event.endpoint { location += "ep\(String(format2: endpoint.endpoint)) " }
+        if let endpoint = event.endpoint { location += "ep\(hexByte(endpoint.endpoint)) " }
         let prefix = "\(direction) \(location)@\(event.offset)".padding(to: 20) + " "
         switch event.body {
         case .detect:
@@ -231,7 +231,7 @@ public enum TraceText {
             appendParameters(info.parameters, depth: 1, to: &lines)
             return lines
         case .iap1(let info):
-            let lingo = IAP1Catalog.lingoNames[info.lingo] ?? "lingo 0x\(String(format2: info.lingo))"
+            let lingo = IAP1Catalog.lingoNames[info.lingo] ?? "lingo 0x\(hexByte(info.lingo))"
             var line = prefix + "iap1 \(lingo) \(info.name ?? "command 0x\(String(info.command, radix: 16, uppercase: true))")"
             if let transaction = info.transaction { line += " transaction=\(transaction)" }
             if !info.data.isEmpty { line += " data=\(hexBytes(info.data.prefix(32), separator: " "))\(info.data.count > 32 ? " …(\(info.data.count) bytes)" : "")" }
@@ -269,7 +269,7 @@ public enum TraceText {
         case .string(let value): return JSONObjectWriter.quoted(value)
         case .blob(let bytes): return "<\(hexBytes(bytes.prefix(48), separator: " "))\(bytes.count > 48 ? " …" : "")> (\(bytes.count) bytes)"
         case .messageIDs(let ids): return ids.map { id in MessageCatalog.name(of: id).map { "\($0)" } ?? "0x\(hex16(id))" }.joined(separator: ", ")
-        case .uint64s(let ids): return ids.map(String.init).joined(separator: ", ")
+        case .uint64s(let ids): return ids.map { String($0) }.joined(separator: ", ")
         case .group: return "(group)"
         case .invalid(let bytes, let reason): return "<\(hexBytes(bytes.prefix(48), separator: " "))> ** \(reason) **"
         }
@@ -305,7 +305,7 @@ public struct TraceStatistics: Sendable {
             messages[info.id, default: 0] += 1
         case .iap1(let info):
             iap1Packets += 1
-            iap1Commands[info.name ?? "0x\(String(format2: info.lingo))/0x\(hex16(info.command))", default: 0] += 1
+            iap1Commands[info.name ?? "0x\(hexByte(info.lingo))/0x\(hex16(info.command))", default: 0] += 1
             if !info.checksumOK { checksumErrors += 1 }
         case .skipped(let info):
             skippedBytes += info.count

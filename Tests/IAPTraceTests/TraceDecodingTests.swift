@@ -117,7 +117,7 @@ import IAPWire
 
     @Test func markerConventionCanBeFlipped() throws {
         let packet = try LinkPacket(control: .ack, sequence: 1).encoded()
-        let text = "> " + packet.map { String(format2: $0) }.joined(separator: " ")
+        let text = "> " + packet.map { hexByte($0) }.joined(separator: " ")
         let host = try decodeTrace(Array(text.utf8)).events
         let device = try decodeTrace(Array(text.utf8), options: .init(markers: .device)).events
         #expect(host.first?.direction == .out)
