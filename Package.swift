@@ -29,7 +29,7 @@ let package = Package(
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPConformance",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -138,6 +138,7 @@ extension ConformanceCase {
         let parameters = LinkParameters(zeroAck: true)
         s.configure(accessory: Scenario.accessory(parameters), device: Scenario.device(LinkParameters()))
         guard s.connect(), let link = s.simulation.accessory.negotiated else { return }
+        s.expect(s.simulation.now < .milliseconds(100), "the handshake took \(s.simulation.now): the completing ACK was not sent")
         s.expect(link.zeroAck && s.simulation.device.negotiated?.zeroAck == true, "the link is not zero-ACK on both ends")
         let before = (s.simulation.sent[.device] ?? []).count
         s.transfer([(.accessory, 1, Scenario.payload(20_000, seed: s.seed))])
@@ -314,7 +315,9 @@ extension ConformanceCase {
         for percent in stride(from: 0, through: 30, by: 5) {
             var faults = WireFaults.none
             faults.loss = Double(percent) / 100
-            let parameters = LinkParameters(retransmitTimeout: .milliseconds(300), cumulativeAckTimeout: .milliseconds(30), maximumRetransmissions: 30)
+            // Small packets, so that each transfer is many packets and each loss rate bites.
+            let parameters = LinkParameters(maximumPacketLength: 128, retransmitTimeout: .milliseconds(300),
+                                            cumulativeAckTimeout: .milliseconds(30), maximumRetransmissions: 30)
             var accessory = Scenario.accessory(parameters)
             var device = Scenario.device(parameters)
             accessory.silenceLimit = .seconds(60)

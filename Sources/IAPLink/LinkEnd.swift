@@ -183,8 +183,10 @@ public struct LinkEnd: Sendable {
                 lastReceived = now
                 statistics.packetsReceived += 1
                 packetReceived(header, payload: Array(decoder.payload), now: now)
-            case .iap1:
-                if case .detecting = state, configuration.role == .accessory {
+            case .iap1(let frame, _):
+                // Only a frame whose checksum holds is an answer: a detect echo
+                // corrupted in transit also looks like an iAP1 frame.
+                if case .detecting = state, configuration.role == .accessory, frame.checksumValid {
                     let payload = Array(decoder.payload)
                     fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: payload.count > 1 ? UInt16(payload[1]) : 0), now: now)
                 }
@@ -399,7 +401,9 @@ public struct LinkEnd: Sendable {
                 // device's packets in flight arrive with their old numbers.
                 if !renegotiating { receivedSequence = header.sequence }
                 becomeConnected(link, renegotiated: renegotiating, now: now)
-                ackNow = true
+                // The ACK that completes the handshake goes out even on a
+                // zero-ACK link.
+                emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
             }
         }
     }

@@ -129,10 +129,13 @@ public enum TraceJSON {
     }
 }
 
-/// Builds one JSON object as text, in key order.
-struct JSONObjectWriter {
+/// Builds one JSON object as text, in key order (the CLI's JSON outputs
+/// share it, so that escaping is done one way everywhere).
+public struct JSONObjectWriter {
     private var text = "{"
     private var first = true
+
+    public init() {}
 
     private mutating func key(_ key: String) {
         if !first { text += "," }
@@ -140,29 +143,29 @@ struct JSONObjectWriter {
         text += "\"" + key + "\":"
     }
 
-    mutating func string(_ name: String, _ value: String) {
+    public mutating func string(_ name: String, _ value: String) {
         key(name)
         text += Self.quoted(value)
     }
-    mutating func stringOrNull(_ name: String, _ value: String?) {
+    public mutating func stringOrNull(_ name: String, _ value: String?) {
         key(name)
         text += value.map(Self.quoted) ?? "null"
     }
-    mutating func integer(_ name: String, _ value: Int) {
+    public mutating func integer(_ name: String, _ value: Int) {
         key(name)
         text += String(value)
     }
-    mutating func bool(_ name: String, _ value: Bool) {
+    public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
         text += value ? "true" : "false"
     }
-    mutating func raw(_ name: String, _ json: String) {
+    public mutating func raw(_ name: String, _ json: String) {
         key(name)
         text += json
     }
-    mutating func finish() -> String { text + "}" }
+    public mutating func finish() -> String { text + "}" }
 
-    static func quoted(_ value: String) -> String {
+    public static func quoted(_ value: String) -> String {
         var out = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -363,7 +366,8 @@ public struct TraceStatistics: Sendable {
 }
 
 extension String {
-    func padding(to width: Int) -> String {
+    /// The string followed by spaces up to `width` characters (for tables).
+    public func padding(to width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }
