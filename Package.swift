@@ -23,19 +23,24 @@ let package = Package(
         // The link layer: a sans-IO state machine per link end (handshake,
         // negotiation, reliable windowed delivery, sessions). Standard library only.
         .target(name: "IAPLink", dependencies: ["IAPWire"]),
-        // Deterministic link scenarios: a fault-injecting wire in virtual time
-        // and the named conformance cases. Standard library only.
-        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire"]),
+        // Byte transports (in-memory loopback with seeded faults, TCP, serial)
+        // and the driver that runs a link end over one in real time. The edge:
+        // threads, sockets and clocks live here and nowhere below.
+        .target(name: "IAPTransport", dependencies: ["IAPLink", "IAPWire"]),
+        // Deterministic link scenarios in virtual time over the faulty wire,
+        // and the named conformance cases.
+        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport"]),
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace", "IAPLink", "IAPConformance",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPWire"]),
+        .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
+        .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import IAPLink
+import IAPTransport
 import IAPWire
 
 extension ConformanceCase {

@@ -1,4 +1,5 @@
 import IAPLink
+import IAPTransport
 import IAPWire
 
 /// Two link ends joined by a simulated wire, in virtual time: the whole

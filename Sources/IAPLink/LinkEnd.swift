@@ -278,6 +278,21 @@ public struct LinkEnd: Sendable {
         }
     }
 
+    /// The transport is gone. A connected link goes down (reported once);
+    /// any other state simply stops.
+    public mutating func transportClosed(_ why: String, now: LinkInstant) -> [LinkAction] {
+        switch state {
+        case .idle, .closed:
+            return []
+        case .connected, .answered(_, true), .synchronizing(_, _, _, true):
+            goDown(.transportClosed(why), now: now)
+        default:
+            closeQuietly()
+        }
+        if configuration.role == .device { state = .closed }
+        return takeActions()
+    }
+
     /// The accessory proposes its parameters again on a connected link. New
     /// data waits while the packets in flight are acknowledged; then SYN goes
     /// out. Sequence numbers carry on across the renegotiation, so nothing in

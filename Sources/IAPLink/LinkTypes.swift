@@ -62,6 +62,8 @@ public enum LinkDownReason: Hashable, Sendable, CustomStringConvertible {
     case peerRestarted
     /// This end reset the link.
     case localReset
+    /// The transport underneath closed (cable pulled, socket closed, I/O error).
+    case transportClosed(String)
 
     public var description: String {
         switch self {
@@ -70,6 +72,7 @@ public enum LinkDownReason: Hashable, Sendable, CustomStringConvertible {
         case .peerSilent(let duration): "nothing heard from the peer for \(duration.wholeMilliseconds) ms"
         case .peerRestarted: "the peer restarted (detect sequence on a connected link)"
         case .localReset: "reset by this end"
+        case .transportClosed(let why): "the transport closed: \(why)"
         }
     }
 }

@@ -1,0 +1,174 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Dispatch
+import Synchronization
+
+/// A transport over a file descriptor (a TCP socket or a serial port). One
+/// thread waits in `poll` on the descriptor and on a wake-up pipe, so that
+/// `close` ends it promptly; writes go out on a serial queue so the caller
+/// never blocks.
+final class DescriptorTransport: Transport {
+    let name: String
+    private let opener: @Sendable () throws(TransportError) -> Int32
+    private let state = Mutex<(descriptor: Int32, closed: Bool, handler: (@Sendable (TransportEvent) -> Void)?)>((-1, false, nil))
+    private let wake: (read: Int32, write: Int32)
+    private let writer = DispatchQueue(label: "iap.transport.write")
+    private let started = Mutex(false)
+
+    /// `opener` runs on the transport's thread (it may block, e.g. in accept).
+    init(name: String, opener: @escaping @Sendable () throws(TransportError) -> Int32) {
+        self.name = name
+        self.opener = opener
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        }
+        wake = (fds[0], fds[1])
+        // Writes wait until the descriptor is open (a connect or accept may
+        // take a while); `run` resumes the queue then.
+        writer.suspend()
+    }
+
+    deinit {
+        if !started.withLock({ $0 }) { writer.resume() }
+        let descriptor = state.withLock { $0.descriptor }
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        if wake.read >= 0 { Glibc.close(wake.read) }
+        if wake.write >= 0 { Glibc.close(wake.write) }
+    }
+
+    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        guard wake.read >= 0 else { throw TransportError("\(name): cannot create a wake-up pipe: \(String(cString: strerror(errno)))") }
+        state.withLock { $0.handler = handler }
+        started.withLock { $0 = true }
+        let thread = ReaderThread { [self] in run() }
+        do {
+            try thread.start(name: name)
+        } catch {
+            started.withLock { $0 = false }
+            throw error
+        }
+    }
+
+    private func run() {
+        let descriptor: Int32
+        do {
+            descriptor = try opener()
+        } catch {
+            writer.resume()
+            finish(error.description)
+            return
+        }
+        let alreadyClosed = state.withLock { current -> Bool in
+            current.descriptor = descriptor
+            return current.closed
+        }
+        writer.resume()
+        if alreadyClosed {
+            finish("closed")
+            return
+        }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                finish("poll failed: \(String(cString: strerror(errno)))")
+                return
+            }
+            if fds[1].revents != 0 {
+                finish("closed by this end")
+                return
+            }
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                let handler = state.withLock { $0.handler }
+                handler?(.received(Array(buffer[0..<count])))
+            } else if count == 0 {
+                finish("the peer closed the connection")
+                return
+            } else if errno != EINTR && errno != EAGAIN {
+                finish("read failed: \(String(cString: strerror(errno)))")
+                return
+            }
+        }
+    }
+
+    func write(_ bytes: [UInt8]) {
+        writer.async { [self] in
+            // Writes queued before `close` still go out (an RST, say): only a
+            // released descriptor stops them.
+            let descriptor = state.withLock { $0.descriptor }
+            guard descriptor >= 0 else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { raw in
+                    Glibc.send(descriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if written < 0 && errno == ENOTSOCK {
+                    // A serial port: plain write.
+                    let plain = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
+                    if plain < 0 { if errno == EINTR || errno == EAGAIN { continue } else { return } }
+                    offset += plain
+                } else if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    return
+                } else {
+                    offset += written
+                }
+            }
+        }
+    }
+
+    func close() {
+        let first = state.withLock { current -> Bool in
+            defer { current.closed = true }
+            return !current.closed
+        }
+        guard first else { return }
+        var byte: UInt8 = 1
+        _ = Glibc.write(wake.write, &byte, 1)
+    }
+
+    /// Reports `.closed` once and releases the descriptor.
+    private func finish(_ reason: String) {
+        writer.sync {}
+        let (descriptor, handler) = state.withLock { current -> (Int32, (@Sendable (TransportEvent) -> Void)?) in
+            let result = (current.descriptor, current.handler)
+            current.descriptor = -1
+            current.closed = true
+            current.handler = nil
+            return result
+        }
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        handler?(.closed(reason))
+    }
+}
+
+/// A plain POSIX thread for a blocking loop (reads, accept): blocking calls
+/// never run on Swift concurrency's cooperative pool.
+final class ReaderThread: Sendable {
+    private let body: @Sendable () -> Void
+
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+
+    func start(name: String) throws(TransportError) {
+        let box = Unmanaged.passRetained(self)
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            let reader = Unmanaged<ReaderThread>.fromOpaque(context!).takeRetainedValue()
+            reader.body()
+            return nil
+        }, box.toOpaque())
+        guard result == 0 else {
+            box.release()
+            throw TransportError("\(name): cannot start a reader thread: \(String(cString: strerror(result)))")
+        }
+        pthread_detach(thread)
+    }
+}

@@ -1,0 +1,153 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// TCP transports: for networked test rigs and for other implementations
+/// of the protocol at the other end of a socket.
+public enum TCPTransport {
+    /// Connects to `host:port` when started.
+    public static func connect(host: String, port: UInt16) -> Transport {
+        let name = TransportSpec.tcp(host: host, port: port).description
+        return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
+            let connected = try withAddresses(host: host, port: port, passive: false) { (address) throws(TransportError) -> Int32? in
+                let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                guard fd >= 0 else { return nil }
+                if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
+                    setNoDelay(fd)
+                    return fd
+                }
+                Glibc.close(fd)
+                return nil
+            }
+            guard let connected else { throw TransportError("\(name): cannot connect: \(String(cString: strerror(errno)))") }
+            return connected
+        }
+    }
+
+    /// Listens on `host:port` and takes the first peer that connects.
+    /// `ready` is called once the socket listens (with the bound port, useful
+    /// when `port` is 0).
+    public static func listen(host: String, port: UInt16, ready: (@Sendable (UInt16) -> Void)? = nil) -> Transport {
+        let name = TransportSpec.tcpListen(host: host, port: port).description
+        return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
+            let bound = try withAddresses(host: host, port: port, passive: true) { (address) throws(TransportError) -> Int32? in
+                let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                guard fd >= 0 else { return nil }
+                var yes: Int32 = 1
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+                if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, 1) == 0 {
+                    return fd
+                }
+                Glibc.close(fd)
+                return nil
+            }
+            guard let listener = bound else { throw TransportError("\(name): cannot listen: \(String(cString: strerror(errno)))") }
+            defer { Glibc.close(listener) }
+            ready?(boundPort(listener))
+            while true {
+                let fd = accept(listener, nil, nil)
+                if fd >= 0 {
+                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    setNoDelay(fd)
+                    return fd
+                }
+                if errno != EINTR { throw TransportError("\(name): accept failed: \(String(cString: strerror(errno)))") }
+            }
+        }
+    }
+
+    private static func withAddresses(host: String, port: UInt16, passive: Bool,
+                                      _ body: (UnsafeMutablePointer<addrinfo>) throws(TransportError) -> Int32?) throws(TransportError) -> Int32? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        if passive { hints.ai_flags = AI_PASSIVE }
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw TransportError("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var current: UnsafeMutablePointer<addrinfo>? = first
+        while let address = current {
+            if let fd = try body(address) { return fd }
+            current = address.pointee.ai_next
+        }
+        return nil
+    }
+
+    private static func setNoDelay(_ fd: Int32) {
+        var yes: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    private static func boundPort(_ fd: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard ok else { return 0 }
+        let family = Int32(storage.ss_family)
+        return withUnsafePointer(to: &storage) { pointer in
+            if family == AF_INET6 {
+                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            } else {
+                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            }
+        }
+    }
+}
+
+/// A serial port in raw mode (8N1, no flow control) for UART-attached test
+/// hardware.
+public enum SerialTransport {
+    public static let supportedBaudRates = [9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 921_600]
+
+    public static func open(path: String, baud: Int) -> Transport {
+        let name = TransportSpec.serial(path: path, baud: baud).description
+        return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
+            let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+            guard fd >= 0 else {
+                let hint = errno == EACCES ? " (add yourself to the dialout group, then log in again)" : ""
+                throw TransportError("\(name): cannot open \(path): \(String(cString: strerror(errno)))\(hint)")
+            }
+            var options = termios()
+            guard tcgetattr(fd, &options) == 0 else {
+                Glibc.close(fd)
+                throw TransportError("\(name): \(path) is not a serial port: \(String(cString: strerror(errno)))")
+            }
+            cfmakeraw(&options)
+            options.c_cflag |= tcflag_t(CLOCAL) | tcflag_t(CREAD)
+            options.c_cflag &= ~(tcflag_t(CRTSCTS) | tcflag_t(CSTOPB))
+            withUnsafeMutableBytes(of: &options.c_cc) { cc in
+                cc[Int(VMIN)] = 1
+                cc[Int(VTIME)] = 0
+            }
+            let speed = speedConstant(baud)
+            cfsetispeed(&options, speed)
+            cfsetospeed(&options, speed)
+            guard tcsetattr(fd, TCSANOW, &options) == 0 else {
+                Glibc.close(fd)
+                throw TransportError("\(name): cannot configure \(path): \(String(cString: strerror(errno)))")
+            }
+            tcflush(fd, TCIOFLUSH)
+            return fd
+        }
+    }
+
+    static func speedConstant(_ baud: Int) -> speed_t {
+        switch baud {
+        case 9600: speed_t(B9600)
+        case 19200: speed_t(B19200)
+        case 38400: speed_t(B38400)
+        case 57600: speed_t(B57600)
+        case 230_400: speed_t(B230400)
+        case 460_800: speed_t(B460800)
+        case 921_600: speed_t(B921600)
+        default: speed_t(B115200)
+        }
+    }
+}

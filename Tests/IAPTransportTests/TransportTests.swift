@@ -1,0 +1,121 @@
+import Synchronization
+import Testing
+import IAPLink
+import IAPTransport
+
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+}
+
+/// Reads a driver's events (an AsyncStream has one reader) into a list that
+/// tests poll.
+final class EventCollector: Sendable {
+    let events = Locked<[LinkDriverEvent]>([])
+    private let reader: Task<Void, Never>
+
+    init(_ driver: LinkDriver) {
+        let events = self.events
+        reader = Task {
+            for await event in driver.events { events.withLock { $0.append(event) } }
+        }
+    }
+
+    deinit { reader.cancel() }
+
+    /// Waits until `done` holds for everything seen so far, or time runs out.
+    func wait(seconds: Double = 10, until done: @Sendable ([LinkDriverEvent]) -> Bool) async -> [LinkDriverEvent] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if events.withLock({ done($0) }) { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return events.withLock { $0 }
+    }
+}
+
+func received(_ events: [LinkDriverEvent], session: UInt8) -> [UInt8] {
+    events.flatMap { event -> [UInt8] in
+        if case .data(session, let bytes) = event { bytes } else { [] }
+    }
+}
+
+func isUpEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.up) = event { true } else { false } }
+func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = event { true } else { false } }
+
+@Suite(.serialized) struct TransportTests {
+    @Test func transportNamesParse() throws {
+        #expect(try TransportSpec(parsing: "loopback") == .loopback)
+        #expect(try TransportSpec(parsing: "tcp:127.0.0.1:5000") == .tcp(host: "127.0.0.1", port: 5000))
+        #expect(try TransportSpec(parsing: "tcp-listen:[::1]:7000") == .tcpListen(host: "::1", port: 7000))
+        #expect(try TransportSpec(parsing: "serial:/dev/ttyUSB0@115200") == .serial(path: "/dev/ttyUSB0", baud: 115_200))
+        #expect(try TransportSpec(parsing: "serial:/dev/ttyS1") == .serial(path: "/dev/ttyS1", baud: 115_200))
+        for bad in ["usb", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:99999", "serial:ttyUSB0", "serial:/dev/x@12345"] {
+            #expect(throws: TransportError.self, "\(bad)") { try TransportSpec(parsing: bad) }
+        }
+        #expect(try TransportSpec(parsing: "tcp-listen:[::1]:7000").description == "tcp-listen:[::1]:7000")
+    }
+
+    @Test func linkOverLossyLoopbackInRealTime() async throws {
+        var faults = WireFaults(loss: 0.1, duplication: 0.05, reordering: 0.05)
+        faults.delay = .milliseconds(1)
+        let (a, d) = LoopbackTransport.pair(towardsSecond: faults, towardsFirst: faults, seed: 3)
+        let parameters = LinkParameters(maximumPacketLength: 256, retransmitTimeout: .milliseconds(60), cumulativeAckTimeout: .milliseconds(10), maximumRetransmissions: 20)
+        let accessory = LinkDriver(configuration: LinkConfiguration(role: .accessory, parameters: parameters, detectInterval: .milliseconds(50)), transport: a)
+        let device = LinkDriver(configuration: LinkConfiguration(role: .device, parameters: parameters), transport: d)
+        let deviceEvents = EventCollector(device)
+        let accessoryEvents = EventCollector(accessory)
+        try device.start()
+        try accessory.start()
+        let payload = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        _ = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
+        try await accessory.send(payload, session: 1)
+        let events = await deviceEvents.wait { received($0, session: 1).count >= payload.count }
+        #expect(received(events, session: 1) == payload)
+        #expect(events.filter(isUpEvent).count == 1)
+        accessory.close()
+        device.close()
+    }
+
+    @Test func linkOverTCPAndDisconnectReportedOnce() async throws {
+        let port = Locked<UInt16>(0)
+        let listening = LinkDriver(configuration: LinkConfiguration(role: .device),
+                                   transport: TCPTransport.listen(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } })
+        let deviceEvents = EventCollector(listening)
+        try listening.start()
+        var waited = 0
+        while port.withLock({ $0 }) == 0 && waited < 200 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        let bound = port.withLock { $0 }
+        #expect(bound != 0)
+        let connecting = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: bound))
+        let accessoryEvents = EventCollector(connecting)
+        try connecting.start()
+        let up = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
+        #expect(up.contains(where: isUpEvent))
+        try await connecting.send(Array("hello over tcp".utf8), session: 1)
+        let delivered = await deviceEvents.wait { received($0, session: 1).count >= 14 }
+        #expect(received(delivered, session: 1) == Array("hello over tcp".utf8))
+        // Pull the plug on the accessory side: the device sees one link-down.
+        connecting.transport.close()
+        let after = await deviceEvents.wait { events in events.contains { if case .transportClosed = $0 { true } else { false } } }
+        let downs = after.filter(isDownEvent)
+        #expect(downs.count == 1, "\(downs)")
+        #expect(after.contains { if case .link(.down(.transportClosed)) = $0 { true } else { false } })
+    }
+
+    @Test func connectingToNothingIsAClearError() async throws {
+        let driver = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: 1))
+        let collector = EventCollector(driver)
+        try driver.start()
+        let events = await collector.wait { events in events.contains { if case .transportClosed = $0 { true } else { false } } }
+        guard case .transportClosed(let reason)? = events.last else {
+            Issue.record("no transport-closed event: \(events)")
+            return
+        }
+        #expect(reason.contains("cannot connect"))
+    }
+}
