@@ -27,18 +27,22 @@ let package = Package(
         // and the driver that runs a link end over one in real time. The edge:
         // threads, sockets and clocks live here and nowhere below.
         .target(name: "IAPTransport", dependencies: ["IAPLink", "IAPWire"]),
+        // What runs over the link: the control channel (message reassembly,
+        // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
+        .target(name: "IAPRoles", dependencies: ["IAPWire"]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport"]),
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
     ],

@@ -1,0 +1,199 @@
+import IAPWire
+
+/// What an accessory says about itself in IdentificationInformation
+/// (0x1D01). Parameter ids follow the catalog.
+public struct AccessoryIdentity: Hashable, Sendable {
+    public var name: String
+    public var modelIdentifier: String
+    public var manufacturer: String
+    public var serialNumber: String
+    public var firmwareVersion: String
+    public var hardwareVersion: String
+    public var messagesSent: [UInt16]
+    public var messagesReceived: [UInt16]
+    /// 0 none, 2 advanced.
+    public var powerProvidingCapability: UInt8
+    public var maximumCurrentDrawnMilliamps: UInt16
+    public var currentLanguage: String
+    public var supportedLanguages: [String]
+    public var transportComponent: TransportComponent
+
+    public enum TransportComponent: Hashable, Sendable {
+        case serial(id: UInt16, name: String)
+        case usbDevice(id: UInt16, name: String)
+        case usbHost(id: UInt16, name: String)
+        case bluetooth(id: UInt16, name: String, address: [UInt8])
+
+        var parameterID: UInt16 {
+            switch self {
+            case .serial: 14
+            case .usbDevice: 15
+            case .usbHost: 16
+            case .bluetooth: 17
+            }
+        }
+    }
+
+    public init(name: String, modelIdentifier: String, manufacturer: String, serialNumber: String, firmwareVersion: String,
+                hardwareVersion: String, messagesSent: [UInt16], messagesReceived: [UInt16], powerProvidingCapability: UInt8 = 0,
+                maximumCurrentDrawnMilliamps: UInt16 = 0, currentLanguage: String = "en", supportedLanguages: [String] = ["en"],
+                transportComponent: TransportComponent) {
+        self.name = name
+        self.modelIdentifier = modelIdentifier
+        self.manufacturer = manufacturer
+        self.serialNumber = serialNumber
+        self.firmwareVersion = firmwareVersion
+        self.hardwareVersion = hardwareVersion
+        self.messagesSent = messagesSent
+        self.messagesReceived = messagesReceived
+        self.powerProvidingCapability = powerProvidingCapability
+        self.maximumCurrentDrawnMilliamps = maximumCurrentDrawnMilliamps
+        self.currentLanguage = currentLanguage
+        self.supportedLanguages = supportedLanguages
+        self.transportComponent = transportComponent
+    }
+
+    public var message: ControlMessage {
+        var parameters: [Parameter] = [
+            .string(0, name), .string(1, modelIdentifier), .string(2, manufacturer), .string(3, serialNumber),
+            .string(4, firmwareVersion), .string(5, hardwareVersion),
+            .blob(6, messagesSent.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
+            .blob(7, messagesReceived.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
+            .uint8(8, powerProvidingCapability), .uint16(9, maximumCurrentDrawnMilliamps), .string(12, currentLanguage),
+        ]
+        parameters += supportedLanguages.map { .string(13, $0) }
+        var component: [Parameter]
+        switch transportComponent {
+        case .serial(let id, let name), .usbDevice(let id, let name), .usbHost(let id, let name):
+            component = [.uint16(0, id), .string(1, name), .none(2)]
+        case .bluetooth(let id, let name, let address):
+            component = [.uint16(0, id), .string(1, name), .none(2), .blob(3, address)]
+        }
+        // Group encoding cannot fail for these sizes.
+        if let group = try? Parameter.group(transportComponent.parameterID, component) { parameters.append(group) }
+        return ControlMessage(id: MessageID.identificationInformation, parameters: parameters)
+    }
+
+    /// Reads and checks an IdentificationInformation message. Every missing
+    /// or malformed parameter is named; nothing is guessed.
+    public static func validate(_ message: ControlMessage) -> Result<AccessoryIdentity, IdentificationProblems> {
+        var problems: [IdentificationProblems.Problem] = []
+        func string(_ id: UInt16) -> String {
+            guard let parameter = message.parameter(id) else {
+                problems.append(.init(parameter: id, issue: "missing"))
+                return ""
+            }
+            do { return try parameter.string() } catch {
+                problems.append(.init(parameter: id, issue: "malformed: \(error.detail)"))
+                return ""
+            }
+        }
+        func integer<T: FixedWidthInteger>(_ id: UInt16, _ type: T.Type) -> T {
+            guard let parameter = message.parameter(id) else {
+                problems.append(.init(parameter: id, issue: "missing"))
+                return 0
+            }
+            do { return try parameter.integer(as: T.self) } catch {
+                problems.append(.init(parameter: id, issue: "malformed: \(error.detail)"))
+                return 0
+            }
+        }
+        func ids(_ id: UInt16) -> [UInt16] {
+            guard let parameter = message.parameter(id) else {
+                problems.append(.init(parameter: id, issue: "missing"))
+                return []
+            }
+            guard parameter.data.count % 2 == 0 else {
+                problems.append(.init(parameter: id, issue: "malformed: \(parameter.data.count) bytes is not a list of u16 message ids"))
+                return []
+            }
+            return stride(from: 0, to: parameter.data.count, by: 2).map { UInt16(parameter.data[$0]) << 8 | UInt16(parameter.data[$0 + 1]) }
+        }
+        let name = string(0), model = string(1), manufacturer = string(2), serial = string(3)
+        let firmware = string(4), hardware = string(5)
+        let sent = ids(6), received = ids(7)
+        let power = integer(8, UInt8.self)
+        let current = integer(9, UInt16.self)
+        let language = string(12)
+        var languages: [String] = []
+        let supported = message.parameters(13)
+        if supported.isEmpty { problems.append(.init(parameter: 13, issue: "missing")) }
+        for parameter in supported {
+            do { languages.append(try parameter.string()) } catch {
+                problems.append(.init(parameter: 13, issue: "malformed: \(error.detail)"))
+            }
+        }
+        var component: TransportComponent?
+        for id: UInt16 in 14...17 {
+            guard let parameter = message.parameter(id) else { continue }
+            do {
+                let members = try parameter.group()
+                guard let identifier = try members.first(where: { $0.id == 0 })?.integer(as: UInt16.self),
+                      let componentName = try members.first(where: { $0.id == 1 })?.string() else {
+                    problems.append(.init(parameter: id, issue: "malformed: the component needs an identifier (0) and a name (1)"))
+                    continue
+                }
+                switch id {
+                case 14: component = .serial(id: identifier, name: componentName)
+                case 15: component = .usbDevice(id: identifier, name: componentName)
+                case 16: component = .usbHost(id: identifier, name: componentName)
+                default: component = .bluetooth(id: identifier, name: componentName, address: members.first { $0.id == 3 }?.data ?? [])
+                }
+            } catch {
+                problems.append(.init(parameter: id, issue: "malformed: \(error.detail)"))
+            }
+        }
+        if component == nil && !problems.contains(where: { (14...17).contains($0.parameter) }) {
+            problems.append(.init(parameter: 15, issue: "missing: no transport component (14 serial, 15 USB device, 16 USB host or 17 Bluetooth)"))
+        }
+        guard problems.isEmpty, let component else { return .failure(IdentificationProblems(problems: problems)) }
+        return .success(AccessoryIdentity(
+            name: name, modelIdentifier: model, manufacturer: manufacturer, serialNumber: serial, firmwareVersion: firmware,
+            hardwareVersion: hardware, messagesSent: sent, messagesReceived: received, powerProvidingCapability: power,
+            maximumCurrentDrawnMilliamps: current, currentLanguage: language, supportedLanguages: languages, transportComponent: component))
+    }
+}
+
+/// Why an identification was rejected: each offending parameter with what
+/// is wrong with it.
+public struct IdentificationProblems: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Problem: Hashable, Sendable {
+        public var parameter: UInt16
+        public var issue: String
+    }
+    public var problems: [Problem]
+
+    /// IdentificationRejected names each offending parameter with a
+    /// header-only parameter of the same id.
+    public var rejection: ControlMessage {
+        var seen = Set<UInt16>()
+        let ids = problems.map(\.parameter).filter { seen.insert($0).inserted }
+        return ControlMessage(id: MessageID.identificationRejected, parameters: ids.map { .none($0) })
+    }
+
+    public var description: String {
+        problems.map { problem in
+            let name = MessageCatalog.message(MessageID.identificationInformation)?.parameter(problem.parameter)?.name ?? "parameter \(problem.parameter)"
+            return "\(name) (\(problem.parameter)) \(problem.issue)"
+        }.joined(separator: "; ")
+    }
+}
+
+/// Message ids the roles use, read from the catalog's table by name so
+/// that the catalog stays the one definition.
+public enum MessageID {
+    public static let startIdentification: UInt16 = id("StartIdentification")
+    public static let identificationInformation: UInt16 = id("IdentificationInformation")
+    public static let identificationAccepted: UInt16 = id("IdentificationAccepted")
+    public static let identificationRejected: UInt16 = id("IdentificationRejected")
+    public static let startNowPlayingUpdates: UInt16 = id("StartNowPlayingUpdates")
+    public static let nowPlayingUpdate: UInt16 = id("NowPlayingUpdate")
+    public static let stopNowPlayingUpdates: UInt16 = id("StopNowPlayingUpdates")
+
+    static func id(_ name: String) -> UInt16 {
+        guard let spec = MessageCatalog.messages.first(where: { $0.name == name }) else {
+            preconditionFailure("the message catalog has no \(name)")
+        }
+        return spec.id
+    }
+}

@@ -1,0 +1,192 @@
+import IAPWire
+
+/// What a role wants done after an input.
+public enum RoleOutput: Sendable, Equatable {
+    case send(ControlMessage)
+    /// A line for the log, in words.
+    case log(String)
+}
+
+/// The device (phone) end of identification and now playing, as iAP2 does
+/// them: after link-up it sends StartIdentification, checks the accessory's
+/// IdentificationInformation (accepting, or rejecting with every missing or
+/// malformed parameter named), then answers StartNowPlayingUpdates with a
+/// full NowPlayingUpdate of its current track. Sans-IO: fed messages, it
+/// answers with outputs.
+public struct PhoneIdentificationRole: Sendable {
+    public enum State: Sendable, Equatable {
+        case disconnected
+        case awaitingIdentification
+        case identified(AccessoryIdentity)
+    }
+
+    public private(set) var state = State.disconnected
+    public var track: SampleTrack
+    /// Attribute ids the accessory asked for, per group (0 media item, 1 playback).
+    public private(set) var subscription: [UInt16: [UInt16]]?
+
+    public init(track: SampleTrack = .kindOfBlue) { self.track = track }
+
+    public mutating func linkUp() -> [RoleOutput] {
+        state = .awaitingIdentification
+        subscription = nil
+        return [.send(ControlMessage(id: MessageID.startIdentification)), .log("link up: sent StartIdentification")]
+    }
+
+    /// The accessory may close the connection at any moment: forget it.
+    public mutating func linkDown() -> [RoleOutput] {
+        let was = state
+        state = .disconnected
+        subscription = nil
+        if case .identified(let identity) = was { return [.log("disconnected from \(identity.name)")] }
+        return []
+    }
+
+    public mutating func received(_ message: ControlMessage) -> [RoleOutput] {
+        let name = MessageCatalog.name(of: message.id) ?? "0x\(String(message.id, radix: 16, uppercase: true))"
+        switch (state, message.id) {
+        case (.awaitingIdentification, MessageID.identificationInformation):
+            switch AccessoryIdentity.validate(message) {
+            case .success(let identity):
+                state = .identified(identity)
+                return [.send(ControlMessage(id: MessageID.identificationAccepted)),
+                        .log("identified \(identity.name) (\(identity.manufacturer) \(identity.modelIdentifier), serial \(identity.serialNumber), firmware \(identity.firmwareVersion)): accepted")]
+            case .failure(let problems):
+                return [.send(problems.rejection), .log("identification rejected: \(problems)")]
+            }
+        case (.identified(let identity), _) where !identity.messagesSent.contains(message.id):
+            return [.log("error: \(identity.name) sent \(name), which it did not declare in MessagesSentByAccessory; ignored")]
+        case (.identified, MessageID.startNowPlayingUpdates):
+            var wanted: [UInt16: [UInt16]] = [:]
+            for group in message.parameters where group.id <= 1 {
+                wanted[group.id] = ((try? group.group()) ?? []).map(\.id)
+            }
+            subscription = wanted
+            return [.send(track.nowPlayingUpdate(wanted: wanted)),
+                    .log("now playing requested (\(wanted[0]?.count ?? 0) item and \(wanted[1]?.count ?? 0) playback attributes): sent \(track.title)")]
+        case (.identified, MessageID.stopNowPlayingUpdates):
+            subscription = nil
+            return [.log("now playing updates stopped")]
+        case (.identified, _):
+            return [.log("received \(name)")]
+        default:
+            return [.log("error: \(name) before identification; ignored")]
+        }
+    }
+}
+
+/// The accessory (head unit) end: answers StartIdentification with its
+/// identity, then subscribes to now playing and logs each update.
+public struct HeadUnitIdentificationRole: Sendable {
+    public let identity: AccessoryIdentity
+    public private(set) var identified = false
+    public private(set) var nowPlaying: [InterpretedParameter] = []
+    public private(set) var updates = 0
+
+    public init(identity: AccessoryIdentity = .devKitHeadUnit) { self.identity = identity }
+
+    /// The attributes the head unit shows.
+    public static let wantedMediaItem: [UInt16] = [0, 1, 4, 6, 7, 8, 12, 16, 26]
+    public static let wantedPlayback: [UInt16] = [0, 1, 2, 3, 5, 6, 7]
+
+    public mutating func linkDown() {
+        identified = false
+    }
+
+    public mutating func received(_ message: ControlMessage) -> [RoleOutput] {
+        switch message.id {
+        case MessageID.startIdentification:
+            return [.send(identity.message), .log("sent IdentificationInformation as \(identity.name)")]
+        case MessageID.identificationAccepted:
+            identified = true
+            let start = ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
+                (try? .group(0, Self.wantedMediaItem.map { .none($0) })) ?? .none(0),
+                (try? .group(1, Self.wantedPlayback.map { .none($0) })) ?? .none(1),
+            ])
+            return [.log("identification accepted"), .send(start), .log("sent StartNowPlayingUpdates")]
+        case MessageID.identificationRejected:
+            let spec = MessageCatalog.message(MessageID.identificationInformation)
+            let names = message.parameters.map { spec?.parameter($0.id)?.name ?? "parameter \($0.id)" }
+            return [.log("identification rejected; the device objects to: \(names.joined(separator: ", "))")]
+        case MessageID.nowPlayingUpdate:
+            updates += 1
+            nowPlaying = MessageCatalog.interpret(message)
+            return [.log("now playing: " + Self.summary(nowPlaying))]
+        default:
+            return [.log("received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16, uppercase: true))")")]
+        }
+    }
+
+    static func summary(_ parameters: [InterpretedParameter]) -> String {
+        var fields: [String] = []
+        for group in parameters {
+            guard case .group(let members) = group.value else { continue }
+            for member in members {
+                let value: String
+                switch member.value {
+                case .string(let text): value = "\"\(text)\""
+                case .unsigned(let number): value = String(number)
+                case .enumeration(let number, let name): value = name ?? String(number)
+                case .bool(let flag): value = String(flag)
+                default: continue
+                }
+                fields.append("\(member.name ?? String(member.id))=\(value)")
+            }
+        }
+        return fields.joined(separator: " ")
+    }
+}
+
+extension AccessoryIdentity {
+    /// The head unit `iapctl head-unit` identifies as.
+    public static let devKitHeadUnit = AccessoryIdentity(
+        name: "iap-devkit head unit", modelIdentifier: "DK-HU1", manufacturer: "iap-devkit", serialNumber: "DK-0001",
+        firmwareVersion: "0.1.0", hardwareVersion: "sim", messagesSent: [
+            MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, 0x6800, 0x6802, 0x6803,
+        ] + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
+        messagesReceived: [MessageID.nowPlayingUpdate], powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,
+        currentLanguage: "en", supportedLanguages: ["en", "de"], transportComponent: .usbHost(id: 1, name: "iAP2 over USB"))
+}
+
+/// The built-in track the phone role plays.
+public struct SampleTrack: Hashable, Sendable {
+    public var persistentID: UInt64
+    public var title: String
+    public var artist: String
+    public var album: String
+    public var genre: String
+    public var durationMilliseconds: UInt32
+    public var trackNumber: UInt16
+    public var trackCount: UInt16
+    public var elapsedMilliseconds: UInt32
+    public var queueIndex: UInt32
+    public var queueCount: UInt32
+    public var appName: String
+
+    public static let kindOfBlue = SampleTrack(
+        persistentID: 0x4B4F_4231_0000_0003, title: "Blue in Green", artist: "Miles Davis", album: "Kind of Blue", genre: "Jazz",
+        durationMilliseconds: 337_000, trackNumber: 3, trackCount: 5, elapsedMilliseconds: 42_000, queueIndex: 2, queueCount: 5,
+        appName: "iap-devkit")
+
+    /// A NowPlayingUpdate with every attribute asked for that the track has
+    /// (all of them when `wanted` is empty).
+    public func nowPlayingUpdate(wanted: [UInt16: [UInt16]]) -> ControlMessage {
+        let media: [Parameter] = [
+            .uint64(0, persistentID), .string(1, title), .uint32(4, durationMilliseconds), .string(6, album),
+            .uint16(7, trackNumber), .uint16(8, trackCount), .string(12, artist), .string(16, genre),
+        ]
+        let playback: [Parameter] = [
+            .uint8(0, 1), .uint32(1, elapsedMilliseconds), .uint32(2, queueIndex), .uint32(3, queueCount),
+            .uint8(5, 0), .uint8(6, 0), .string(7, appName),
+        ]
+        func pick(_ group: UInt16, _ all: [Parameter]) -> [Parameter] {
+            guard let ids = wanted[group], !ids.isEmpty else { return wanted.isEmpty ? all : [] }
+            return all.filter { ids.contains($0.id) }
+        }
+        var parameters: [Parameter] = []
+        let mediaPicked = pick(0, media), playbackPicked = pick(1, playback)
+        if !mediaPicked.isEmpty, let group = try? Parameter.group(0, mediaPicked) { parameters.append(group) }
+        if !playbackPicked.isEmpty, let group = try? Parameter.group(1, playbackPicked) { parameters.append(group) }
+        return ControlMessage(id: MessageID.nowPlayingUpdate, parameters: parameters)
+    }
+}

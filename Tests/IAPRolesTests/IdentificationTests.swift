@@ -1,0 +1,126 @@
+import Testing
+import IAPRoles
+import IAPWire
+
+@Suite struct IdentificationTests {
+    /// Runs the two roles against each other, message by message, through
+    /// their control channels' wire encoding.
+    func converse(phone: inout PhoneIdentificationRole, headUnit: inout HeadUnitIdentificationRole) throws -> [String] {
+        var log: [String] = []
+        var toHeadUnit: [ControlMessage] = []
+        var toPhone: [ControlMessage] = []
+        func route(_ outputs: [RoleOutput], from role: String, into queue: inout [ControlMessage]) {
+            for output in outputs {
+                switch output {
+                case .send(let message): queue.append(message)
+                case .log(let line): log.append("\(role): \(line)")
+                }
+            }
+        }
+        route(phone.linkUp(), from: "phone", into: &toHeadUnit)
+        var rounds = 0
+        while (!toHeadUnit.isEmpty || !toPhone.isEmpty) && rounds < 20 {
+            rounds += 1
+            for message in toHeadUnit {
+                let decoded = try ControlMessage(decoding: try message.encoded())
+                route(headUnit.received(decoded), from: "head unit", into: &toPhone)
+            }
+            toHeadUnit.removeAll()
+            for message in toPhone {
+                let decoded = try ControlMessage(decoding: try message.encoded())
+                route(phone.received(decoded), from: "phone", into: &toHeadUnit)
+            }
+            toPhone.removeAll()
+        }
+        return log
+    }
+
+    @Test func identificationThenNowPlaying() throws {
+        var phone = PhoneIdentificationRole()
+        var headUnit = HeadUnitIdentificationRole()
+        let log = try converse(phone: &phone, headUnit: &headUnit)
+        guard case .identified(let identity) = phone.state else {
+            Issue.record("not identified: \(log)")
+            return
+        }
+        #expect(identity == AccessoryIdentity.devKitHeadUnit)
+        #expect(headUnit.identified)
+        #expect(headUnit.updates == 1)
+        #expect(phone.subscription?[0] == HeadUnitIdentificationRole.wantedMediaItem)
+        #expect(log.contains { $0.contains("title") || $0.contains("MediaItemTitle=\"Blue in Green\"") })
+    }
+
+    @Test func missingAndMalformedParametersAreEachNamed() throws {
+        var message = AccessoryIdentity.devKitHeadUnit.message
+        message.parameters.removeAll { $0.id == 2 || $0.id == 13 }          // manufacturer, languages
+        message.parameters = message.parameters.map { $0.id == 9 ? Parameter(id: 9, data: [1]) : $0 }  // current: 1 byte
+        message.parameters = message.parameters.map { $0.id == 0 ? Parameter(id: 0, data: Array("no nul".utf8)) : $0 }
+        guard case .failure(let problems) = AccessoryIdentity.validate(message) else {
+            Issue.record("a broken identification was accepted")
+            return
+        }
+        let named = Set(problems.problems.map(\.parameter))
+        #expect(named == [0, 2, 9, 13])
+        #expect(problems.description.contains("Manufacturer (2) missing"))
+        #expect(problems.description.contains("MaximumCurrentDrawnFromDevice (9) malformed"))
+        #expect(problems.rejection.id == 0x1D03)
+        #expect(Set(problems.rejection.parameters.map(\.id)) == [0, 2, 9, 13])
+        #expect(problems.rejection.parameters.allSatisfy { $0.data.isEmpty })
+        // Without any transport component the rejection says so.
+        var bare = AccessoryIdentity.devKitHeadUnit.message
+        bare.parameters.removeAll { (14...17).contains($0.id) }
+        guard case .failure(let noTransport) = AccessoryIdentity.validate(bare) else {
+            Issue.record("identification without a transport component was accepted")
+            return
+        }
+        #expect(noTransport.description.contains("no transport component"))
+    }
+
+    @Test func phoneRejectsAndHeadUnitReportsTheParameters() throws {
+        var phone = PhoneIdentificationRole()
+        _ = phone.linkUp()
+        var message = AccessoryIdentity.devKitHeadUnit.message
+        message.parameters.removeAll { $0.id == 3 }
+        let outputs = phone.received(message)
+        guard case .send(let rejection)? = outputs.first else {
+            Issue.record("no rejection sent")
+            return
+        }
+        var headUnit = HeadUnitIdentificationRole()
+        let logged = headUnit.received(rejection)
+        #expect(logged == [.log("identification rejected; the device objects to: SerialNumber")])
+        #expect(phone.state == .awaitingIdentification)
+    }
+
+    @Test func undeclaredMessagesAndEarlyMessagesAreRefused() throws {
+        var phone = PhoneIdentificationRole()
+        _ = phone.linkUp()
+        let early = phone.received(ControlMessage(id: MessageID.startNowPlayingUpdates))
+        #expect(early == [.log("error: StartNowPlayingUpdates before identification; ignored")])
+        _ = phone.received(AccessoryIdentity.devKitHeadUnit.message)
+        let undeclared = phone.received(ControlMessage(id: 0x4C00))
+        #expect(undeclared.count == 1)
+        guard case .log(let line)? = undeclared.first else { return }
+        #expect(line.contains("did not declare"))
+    }
+
+    @Test func pingIsAnsweredWithIdenticalParameters() throws {
+        var channel = ControlChannel()
+        let ping = DiagnosticPing.request(sequence: 7, size: 300)
+        let bytes = try ping.encoded()
+        var replies: [ControlMessage] = []
+        for chunk in stride(from: 0, to: bytes.count, by: 17).map({ Array(bytes[$0..<min(bytes.count, $0 + 17)]) }) {
+            let result = channel.receive(chunk)
+            #expect(result.inputs.isEmpty)
+            replies += result.replies
+        }
+        #expect(replies.count == 1)
+        #expect(replies.first?.id == 0xFE01)
+        #expect(replies.first?.parameters == ping.parameters)
+        #expect(replies.first.flatMap(DiagnosticPing.sequence(ofAnswer:)) == 7)
+        // Odd ids and ids outside the range are not pings.
+        #expect(DiagnosticPing.answer(to: ControlMessage(id: 0xFE01)) == nil)
+        #expect(DiagnosticPing.answer(to: ControlMessage(id: 0xFF00)) == nil)
+        #expect(DiagnosticPing.answer(to: ControlMessage(id: 0xFEFE))?.id == 0xFEFF)
+    }
+}
