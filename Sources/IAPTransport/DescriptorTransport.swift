@@ -126,6 +126,8 @@ final class DescriptorTransport: Transport {
     }
 
     func close() {
+        // Let writes already queued (an RST, say) reach the peer first.
+        if started.withLock({ $0 }) { writer.sync {} }
         let first = state.withLock { current -> Bool in
             defer { current.closed = true }
             return !current.closed

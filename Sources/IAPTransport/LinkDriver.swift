@@ -84,11 +84,12 @@ public final class LinkDriver: @unchecked Sendable {
     public var negotiated: NegotiatedLink? { queue.sync { link.negotiated } }
     public var statistics: LinkStatistics { queue.sync { link.statistics } }
 
-    /// Sends RST, then closes the transport.
+    /// Sends RST, then closes the transport; returns once both are done, so a
+    /// program may exit right after. Not to be called from an event handler
+    /// running on the driver's queue.
     public func close() {
-        queue.async { [self] in
+        queue.sync {
             apply(link.reset(now: MonotonicClock.now()))
-            // Let the RST reach the transport's writer before closing it.
             transport.close()
         }
     }

@@ -1,0 +1,149 @@
+import ArgumentParser
+import IAPLink
+import IAPRoles
+import IAPTrace
+import IAPTransport
+import IAPWire
+import Synchronization
+
+struct Ping: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure round trips over a live link with the diagnostic ping both ends always answer.",
+        discussion: """
+        The ping is a control-session message with an even id in 0xFE00...0xFEFE;
+        the other end answers with id + 1 and byte-identical parameters. This end
+        runs as the accessory (it initiates the link).
+
+        Examples:
+          iapctl ping                                   # over an in-process loopback
+          iapctl ping --transport tcp:127.0.0.1:7000 --count 1000 --size 512
+          iapctl ping --json | jq .median_ms
+        """
+    )
+
+    @OptionGroup var options: TransportOptions
+
+    @Option(help: "Pings to send.")
+    var count = 100
+
+    @Option(help: "Padding bytes in each ping (0...60000).")
+    var size = 64
+
+    @Option(help: "Seconds to wait for each answer.")
+    var timeout = 5.0
+
+    @Flag(help: "Print one JSON object with the figures instead of text.")
+    var json = false
+
+    func validate() throws {
+        guard count > 0 else { throw ValidationError("--count must be at least 1") }
+        guard (0...60_000).contains(size) else { throw ValidationError("--size must be between 0 and 60000 bytes") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let logger = Logger()
+        let quiet = json
+        let (transport, other) = try openTransports(options.transport)
+        let answers = AnswerBox()
+        let end = EndSession(kind: .pinger, transport: transport) { line in if !quiet { logger("ping", line) } }
+        end.onMessage = { message in
+            if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
+        }
+        let responder = other.map { EndSession(kind: .responder, transport: $0) { _ in } }
+        do {
+            try responder?.driver.start()
+            try end.driver.start()
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let loops = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await end.run() }
+                if let responder { group.addTask { await responder.run() } }
+            }
+        }
+        defer {
+            end.driver.close()
+            responder?.driver.close()
+            loops.cancel()
+        }
+        // Wait for the link.
+        let start = MonotonicClock.now()
+        while !end.driver.isUp {
+            if Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9 > timeout * 4 {
+                throw ValidationError("the link did not come up over \(options.transport) within \(Int(timeout * 4)) s")
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        // The phone side sends StartIdentification first; pings do not wait for it.
+        var rtts: [Double] = []
+        var lost = 0
+        for sequence in 1...count {
+            let sent = MonotonicClock.now()
+            answers.expect(UInt32(sequence))
+            await end.send(DiagnosticPing.request(sequence: UInt32(sequence), size: size))
+            var answeredAt: Int64?
+            while answeredAt == nil {
+                answeredAt = answers.answer(UInt32(sequence))?.nanoseconds
+                if answeredAt != nil { break }
+                if Double(MonotonicClock.now().nanoseconds - sent.nanoseconds) / 1e9 > timeout { break }
+                await Task.yield()
+                try await Task.sleep(for: .microseconds(50))
+            }
+            if let answeredAt {
+                let milliseconds = Double(answeredAt - sent.nanoseconds) / 1e6
+                rtts.append(milliseconds)
+                if !json && (count <= 20 || sequence % max(1, count / 10) == 0) {
+                    logger("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
+                }
+            } else {
+                lost += 1
+                if !json { logger("ping", "seq=\(sequence): no answer within \(timeout) s") }
+            }
+        }
+        let sorted = rtts.sorted()
+        func percentile(_ p: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            return sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded(.up)))]
+        }
+        if json {
+            var object = JSONObjectWriter()
+            object.string("transport", options.transport.description)
+            object.integer("sent", count)
+            object.integer("received", rtts.count)
+            object.integer("size", size)
+            object.raw("min_ms", millisecondsText(sorted.first ?? 0))
+            object.raw("median_ms", millisecondsText(percentile(0.5)))
+            object.raw("p99_ms", millisecondsText(percentile(0.99)))
+            object.raw("max_ms", millisecondsText(sorted.last ?? 0))
+            print(object.finish())
+        } else {
+            print("\(count) sent, \(rtts.count) received, \(lost) lost; round trip min \(millisecondsText(sorted.first ?? 0)) / median \(millisecondsText(percentile(0.5))) / p99 \(millisecondsText(percentile(0.99))) ms")
+        }
+        if rtts.isEmpty { throw ExitCode(1) }
+    }
+}
+
+/// Answer times by sequence number, shared between the session's event loop
+/// and the pinging task. Only expected sequence numbers are recorded.
+final class AnswerBox: Sendable {
+    private let state = Mutex<(expected: Set<UInt32>, answered: [UInt32: LinkInstant])>(([], [:]))
+
+    func expect(_ sequence: UInt32) { state.withLock { _ = $0.expected.insert(sequence) } }
+
+    func deliver(_ sequence: UInt32, at instant: LinkInstant) {
+        state.withLock { table in
+            if table.expected.remove(sequence) != nil { table.answered[sequence] = instant }
+        }
+    }
+
+    func answer(_ sequence: UInt32) -> LinkInstant? { state.withLock { $0.answered.removeValue(forKey: sequence) } }
+}
+
+/// Milliseconds with three decimals.
+func millisecondsText(_ value: Double) -> String {
+    let micro = Int((value * 1000).rounded())
+    let fraction = String(micro % 1000)
+    return "\(micro / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+}
