@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "IAPRoles", dependencies: ["IAPWire"]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
-        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport"]),
+        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles"]),
         .executableTarget(
             name: "iapctl",
             dependencies: [

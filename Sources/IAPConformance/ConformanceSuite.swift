@@ -10,7 +10,9 @@ public struct ConformanceResult: Hashable, Sendable {
     public var failures: [String]
     /// What happened, for the table (figures such as retransmissions).
     public var summary: String
-    public var virtualMilliseconds: Int
+    /// Virtual time for simulated cases; real elapsed time for cases run
+    /// against another implementation.
+    public var milliseconds: Int
     public var passed: Bool { failures.isEmpty }
 }
 
@@ -24,7 +26,7 @@ public struct ConformanceCase: Sendable {
         var scenario = Scenario(seed: seed)
         body(&scenario)
         return ConformanceResult(name: name, seed: seed, failures: scenario.failures, summary: scenario.notes.joined(separator: "; "),
-                                 virtualMilliseconds: Int(scenario.simulation.now.nanoseconds / 1_000_000))
+                                 milliseconds: Int(scenario.simulation.now.nanoseconds / 1_000_000))
     }
 }
 

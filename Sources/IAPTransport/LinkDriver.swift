@@ -25,6 +25,7 @@ public final class LinkDriver: @unchecked Sendable {
     private var timer: DispatchSourceTimer?
     private var waiters: [UInt8: [CheckedContinuation<Void, Never>]] = [:]
     private var finished = false
+    private var writeTap: (@Sendable ([UInt8]) -> Void)?
 
     public init(configuration: LinkConfiguration, transport: Transport) {
         self.link = LinkEnd(configuration: configuration)
@@ -79,6 +80,26 @@ public final class LinkDriver: @unchecked Sendable {
         }
     }
 
+    /// Starts the link end over again on the same transport (a peer restart,
+    /// or re-synchronising after RST).
+    public func restart() {
+        queue.sync {
+            link = LinkEnd(configuration: link.configuration)
+            apply(link.start(now: MonotonicClock.now()))
+        }
+    }
+
+    /// Writes bytes to the transport behind the link's back: stale bytes,
+    /// corrupted or duplicated packets, for conformance probes.
+    public func injectRaw(_ bytes: [UInt8]) {
+        queue.sync { transport.write(bytes) }
+    }
+
+    /// Called with every write the link makes, on the driver's queue.
+    public func tapWrites(_ tap: @escaping @Sendable ([UInt8]) -> Void) {
+        queue.sync { writeTap = tap }
+    }
+
     /// Whether the link is up right now.
     public var isUp: Bool { queue.sync { link.isUp } }
     public var negotiated: NegotiatedLink? { queue.sync { link.negotiated } }
@@ -114,6 +135,7 @@ public final class LinkDriver: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let bytes):
+                writeTap?(bytes)
                 transport.write(bytes)
             case .deliver(let session, let bytes):
                 continuation.yield(.data(session: session, bytes))
