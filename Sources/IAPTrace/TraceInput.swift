@@ -271,12 +271,12 @@ enum HexLine: Equatable {
             }
             let count = index - tokenStart
             guard count > 0, count % 2 == 0 else {
-                return .invalid("token \"\(String(decoding: line[tokenStart..<index], as: UTF8.self))\" is not a whole number of hex bytes")
+                return .invalid("token \"\(printable(line[tokenStart..<index]))\" is not a whole number of hex bytes")
             }
             var position = tokenStart
             while position < index {
                 guard let high = hexValue(line[position]), let low = hexValue(line[position + 1]) else {
-                    return .invalid("\"\(String(decoding: line[tokenStart..<index], as: UTF8.self))\" is not hex")
+                    return .invalid("\"\(printable(line[tokenStart..<index]))\" is not hex")
                 }
                 bytes.append(high << 4 | low)
                 position += 2
@@ -284,6 +284,12 @@ enum HexLine: Equatable {
         }
         if bytes.isEmpty { return marker == nil ? .empty : .invalid("a direction marker with no bytes") }
         return .bytes(marker: marker, bytes)
+    }
+
+    /// A token as text for an error message, with control characters
+    /// replaced so that a hostile line cannot reach the terminal.
+    private static func printable(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.prefix(40).map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: "?") : $0 }, as: UTF8.self)
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D }

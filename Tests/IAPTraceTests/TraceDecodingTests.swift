@@ -166,3 +166,13 @@ import IAPWire
         #expect(!events.contains { $0.kind == "skipped" })
     }
 }
+
+@Suite struct HostileTextTests {
+    @Test func controlCharactersInABadLineNeverReachTheOutput() throws {
+        let line: [UInt8] = Array("zz\u{1B}[2J\u{07}".utf8) + [0x0A]
+        let (events, _) = try decodeTrace(line, options: .init(format: .hex))
+        let text = events.flatMap(TraceText.lines(for:)).joined()
+        #expect(!text.unicodeScalars.contains { $0.value < 0x20 })
+        #expect(text.contains("invalid_hex"))
+    }
+}

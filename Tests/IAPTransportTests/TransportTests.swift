@@ -119,3 +119,67 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
         #expect(reason.contains("cannot connect"))
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct SerialTransportTests {
+    /// A pseudo-terminal stands in for a UART: the transport opens the
+    /// terminal side in raw mode, the test plays the peer on the master side.
+    @Test func rawModeBytesBothWaysOverAPseudoTerminal() async throws {
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0)
+        defer { close(master) }
+        // TIOCSPTLCK and TIOCGPTN (Linux, asm-generic ioctls), which Glibc's module does not export.
+        let setLock: UInt = 0x4004_5431
+        let getNumber: UInt = 0x8004_5430
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        guard ioctl(master, setLock, &unlock) == 0, ioctl(master, getNumber, &number) == 0 else {
+            Issue.record("cannot set up a pseudo-terminal: \(String(cString: strerror(errno)))")
+            return
+        }
+        let path = "/dev/pts/\(number)"
+        let transport = SerialTransport.open(path: path, baud: 115_200)
+        let received = Locked<[UInt8]>([])
+        let closed = Locked<String?>(nil)
+        try transport.start { event in
+            switch event {
+            case .received(let bytes): received.withLock { $0 += bytes }
+            case .closed(let reason): closed.withLock { $0 = reason }
+            }
+        }
+        // Every byte value, including the ones a cooked terminal would eat (^C, ^D, CR, XON/XOFF).
+        let all = (0...255).map { UInt8($0) }
+        try await Task.sleep(for: .milliseconds(50))
+        _ = all.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while received.withLock({ $0.count }) < all.count && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(received.withLock { $0 } == all)
+        transport.write(Array(all.reversed()))
+        var back: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while back.count < all.count && ContinuousClock.now < deadline {
+            var fds = [pollfd(fd: master, events: Int16(POLLIN), revents: 0)]
+            guard poll(&fds, 1, 100) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(master, $0.baseAddress, $0.count) }
+            if count > 0 { back += buffer[0..<count] }
+        }
+        #expect(back == Array(all.reversed()))
+        transport.close()
+        while closed.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(closed.withLock { $0 } == "closed by this end")
+    }
+
+    @Test func aMissingPortIsAClearError() async throws {
+        let transport = SerialTransport.open(path: "/dev/does-not-exist-iap", baud: 9600)
+        let closed = Locked<String?>(nil)
+        try transport.start { event in if case .closed(let reason) = event { closed.withLock { $0 = reason } } }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while closed.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(closed.withLock { $0 }?.contains("cannot open /dev/does-not-exist-iap") == true)
+    }
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer entry points in Fuzz/ and runs each for N seconds.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET]
+#
+# SECONDS  time per target (default 60)
+# TARGET   link | control | trace | all (default), or a full target name
+#          (FuzzLinkStream, FuzzControlMessage, FuzzTraceInput)
+#
+# Corpora live in Fuzz/corpus/<Target>/ (kept between runs, git-ignored) and
+# are seeded every run from Tests/IAPWireTests/Fixtures/public/*.hex plus a
+# few generated packets, messages and usbmon captures. Crash, timeout and
+# out-of-memory inputs go to Fuzz/crashes/<Target>-*. Logs go to
+# Fuzz/.build-fuzz/logs/. Extra libFuzzer flags can be passed in
+# FUZZ_FLAGS, e.g. FUZZ_FLAGS="-jobs=2 -workers=2".
+#
+# Reproduce a crash:  Fuzz/.build-fuzz/debug/FuzzLinkStream Fuzz/crashes/FuzzLinkStream-crash-...
+# Minimise it:        Fuzz/.build-fuzz/debug/FuzzLinkStream -minimize_crash=1 -runs=100000 <crash-file>
+set -euo pipefail
+# The Swift runtime's backtracer fights ASan over the crashing thread; let
+# libFuzzer and ASan report instead.
+export SWIFT_BACKTRACE=enable=no
+
+SECONDS_PER_TARGET="${1:-60}"
+WHICH="${2:-all}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+FUZZ="$ROOT/Fuzz"
+SCRATCH="$FUZZ/.build-fuzz"
+BIN="$SCRATCH/debug"
+LOGS="$SCRATCH/logs"
+CRASHES="$FUZZ/crashes"
+CORPUS="$FUZZ/corpus"
+
+case "$WHICH" in
+    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput) ;;
+    link|FuzzLinkStream) TARGETS=(FuzzLinkStream) ;;
+    control|FuzzControlMessage) TARGETS=(FuzzControlMessage) ;;
+    trace|FuzzTraceInput) TARGETS=(FuzzTraceInput) ;;
+    *) echo "unknown target '$WHICH' (link, control, trace or all)" >&2; exit 2 ;;
+esac
+
+echo "== building fuzz targets (debug, -sanitize=fuzzer,address) in $SCRATCH"
+(cd "$FUZZ" && swift build -c debug --scratch-path "$SCRATCH" \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1 | tail -n 3)
+
+mkdir -p "$LOGS" "$CRASHES" "$CORPUS"
+
+echo "== seeding corpora in $CORPUS"
+python3 - "$ROOT/Tests/IAPWireTests/Fixtures/public" "$CORPUS" <<'PY'
+import glob, os, struct, sys
+
+fixtures, corpus = sys.argv[1], sys.argv[2]
+dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput")}
+for d in dirs.values():
+    os.makedirs(d, exist_ok=True)
+
+def write(target, name, data):
+    with open(os.path.join(dirs[target], "seed-" + name), "wb") as f:
+        f.write(data)
+
+def checksum(data):
+    return (-sum(data)) & 0xFF
+
+def link_packet(control, seq, ack, session, payload=b""):
+    length = 9 + (len(payload) + 1 if payload else 0)
+    header = bytes([0xFF, 0x5A, length >> 8, length & 0xFF, control, seq, ack, session])
+    out = header + bytes([checksum(header)])
+    if payload:
+        out += payload + bytes([checksum(payload)])
+    return out
+
+def parameter(pid, data):
+    return struct.pack(">HH", 4 + len(data), pid) + data
+
+def message(mid, params=b""):
+    return b"\x40\x40" + struct.pack(">HH", 6 + len(params), mid) + params
+
+def iap1(payload, sync=False):
+    length = bytes([len(payload)]) if len(payload) <= 255 else b"\x00" + struct.pack(">H", len(payload))
+    return (b"\xff\x55" if sync else b"\x55") + length + payload + bytes([checksum(length + payload)])
+
+def parse_hex(path):
+    """Lines of (marker, bytes) from a fixture."""
+    lines = []
+    for raw in open(path, encoding="utf-8", errors="replace"):
+        text = raw.split("#", 1)[0].strip()
+        if not text:
+            continue
+        marker = None
+        if text[0] in "<>":
+            marker, text = text[0], text[1:]
+        data = bytearray()
+        for token in text.replace(",", " ").replace(":", " ").split():
+            if token[:2].lower() == "0x":
+                token = token[2:]
+            try:
+                data += bytes.fromhex(token)
+            except ValueError:
+                pass
+        if data:
+            lines.append((marker, bytes(data)))
+    return lines
+
+def extract_messages(stream):
+    """Control messages carried by valid link packets in `stream`."""
+    found, i = [], 0
+    while i + 9 <= len(stream):
+        if stream[i] == 0xFF and stream[i + 1] == 0x5A and checksum(stream[i:i + 8]) == stream[i + 8]:
+            length = stream[i + 2] << 8 | stream[i + 3]
+            if 9 < length <= len(stream) - i:
+                payload = stream[i + 9:i + length - 1]
+                if payload[:2] == b"\x40\x40":
+                    found.append(payload)
+                i += length
+                continue
+        i += 1
+    return found
+
+# pcap / pcapng of usbmon, as tcpdump writes them.
+def usbmon_header(event_id, kind, transfer, endpoint, data, mmapped, setup=None):
+    header = struct.pack("<QBBBBHcc", event_id, kind, transfer, endpoint, 2, 1,
+                         b"\x00" if setup else b"-", b"\x00" if data else b"<")
+    header += struct.pack("<qiiII", 0, 0, 0 if kind == 0x43 else -115, len(data), len(data))
+    header += (setup or bytes(8))
+    if mmapped:
+        header += bytes(16)
+    return header + data
+
+def transfers(lines, hid=False):
+    events, event_id = [], 1
+    for marker, data in lines:
+        endpoint = 0x81 if marker == "<" else 0x01
+        transfer = 1 if hid else 3
+        is_in = endpoint & 0x80
+        events.append((event_id, 0x53, transfer, endpoint, b"" if is_in else data))
+        events.append((event_id, 0x43, transfer, endpoint, data if is_in else b""))
+        event_id += 1
+    return events
+
+def pcap(lines, hid=False):
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 189)
+    for event_id, kind, transfer, endpoint, data in transfers(lines, hid):
+        record = usbmon_header(event_id, kind, transfer, endpoint, data, False)
+        out += struct.pack("<IIII", event_id, 0, len(record), len(record)) + record
+    return out
+
+def block(kind, body):
+    body += bytes((-len(body)) % 4)
+    total = 12 + len(body)
+    return struct.pack("<II", kind, total) + body + struct.pack("<I", total)
+
+def pcapng(lines, hid=False):
+    out = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    out += block(1, struct.pack("<HHI", 220, 0, 262144))
+    for event_id, kind, transfer, endpoint, data in transfers(lines, hid):
+        record = usbmon_header(event_id, kind, transfer, endpoint, data, True)
+        out += block(6, struct.pack("<IIIII", 0, 0, event_id, len(record), len(record)) + record)
+    return out
+
+for path in sorted(glob.glob(os.path.join(fixtures, "*.hex"))):
+    name = os.path.splitext(os.path.basename(path))[0]
+    lines = parse_hex(path)
+    if not lines:
+        continue
+    stream = b"".join(data for _, data in lines)
+    hid = "hid" in name
+    write("FuzzLinkStream", name, stream)
+    with open(path, "rb") as f:
+        write("FuzzTraceInput", name + ".hex", f.read())
+    write("FuzzTraceInput", name + ".raw", stream)
+    write("FuzzTraceInput", name + ".pcap", pcap(lines, hid))
+    write("FuzzTraceInput", name + ".pcapng", pcapng(lines, hid))
+    for index, found in enumerate(extract_messages(stream)):
+        write("FuzzControlMessage", "%s-%d" % (name, index), found)
+
+# Generated packets, messages and frames.
+sync = bytes([1, 8, 0x10, 0, 4, 0xB0, 0, 0x17, 3, 3, 10, 0, 1, 11, 2, 1, 12, 1, 1])
+identify = message(0x1D01, parameter(0, b"Accessory\x00") + parameter(1, b"Model\x00")
+                   + parameter(6, struct.pack(">HHHH", 0xAE00, 0xAE02, 0x5000, 0x5002))
+                   + parameter(10, parameter(0, struct.pack(">H", 1)) + parameter(1, b"Transport\x00") + parameter(2, b""))
+                   + parameter(12, b"en\x00"))
+deep = parameter(0, b"")
+for level in range(12):
+    deep = parameter(level % 3, deep)
+generated_messages = {
+    "start-hid": message(0x6800, parameter(0, struct.pack(">H", 5353)) + parameter(1, struct.pack(">H", 0x1D6B))
+                         + parameter(2, struct.pack(">H", 0xB31D)) + parameter(4, bytes(range(1, 45)))),
+    "identification": identify,
+    "deep-groups": message(0x1D01, deep),
+    "now-playing": message(0x5001, parameter(0, parameter(1, b"Title\x00") + parameter(4, struct.pack(">I", 1234)))
+                           + parameter(1, parameter(0, bytes([1])) + parameter(1, struct.pack(">Q", 7)))),
+    "auth-cert": message(0xAA01, parameter(0, bytes(range(64)))),
+    "two-messages": message(0xAA00) + message(0xAA02, parameter(0, bytes(20))),
+    "unknown-id": message(0x1234, parameter(7, b"\x00\x01\x02") + parameter(8, b"x\x00")),
+}
+for name, data in generated_messages.items():
+    write("FuzzControlMessage", "gen-" + name, data)
+
+generated_streams = {
+    "syn": link_packet(0x80, 0x2B, 0, 0, sync),
+    "syn-ack": link_packet(0xC0, 0x10, 0x2B, 0, sync),
+    "ack": link_packet(0x40, 0x2C, 0x10, 0),
+    "eak": link_packet(0x60, 0x2C, 0x10, 0, bytes([3, 4, 5])),
+    "rst": link_packet(0x10, 0, 0, 0),
+    "control-data": link_packet(0x40, 0x2C, 0x10, 10, identify),
+    "file-transfer": link_packet(0x40, 0x2D, 0x10, 11, bytes([0x80, 0x04]) + struct.pack(">Q", 1000)),
+    "ea": link_packet(0x40, 0x2E, 0x10, 12, b"\x00\x42hello"),
+    "detect-then-syn": bytes([0xFF, 0x55, 0x02, 0x00, 0xEE, 0x10]) + link_packet(0x80, 1, 0, 0, sync),
+    "iap1-short-and-sync": iap1(b"\x00\x13\x00\x00\x00\x10") + iap1(b"\x04\x00\x01\x00\x00\x00", sync=True),
+    "iap1-large": iap1(b"\x00\x02" + bytes(300), sync=True),
+    "split-message": link_packet(0x40, 1, 0, 10, identify[:20]) + link_packet(0x40, 2, 0, 10, identify[20:]),
+}
+for name, data in generated_streams.items():
+    write("FuzzLinkStream", "gen-" + name, data)
+    write("FuzzTraceInput", "gen-" + name + ".raw", data)
+    write("FuzzTraceInput", "gen-" + name + ".pcapng", pcapng([(">", data)]))
+handshake = [(">", generated_streams["detect-then-syn"]), ("<", generated_streams["syn-ack"]),
+             (">", generated_streams["ack"]), ("<", generated_streams["split-message"])]
+write("FuzzTraceInput", "gen-handshake.pcapng", pcapng(handshake))
+write("FuzzTraceInput", "gen-handshake.pcap", pcap(handshake))
+write("FuzzTraceInput", "gen-handshake.hex",
+      "".join("%s %s\n" % (m, d.hex(" ")) for m, d in handshake).encode())
+
+# A dictionary of the formats' magic numbers.
+with open(os.path.join(corpus, "iap.dict"), "w") as f:
+    for token in (b"\xff\x5a", b"\xff\x55", b"\xff\x55\x02\x00\xee\x10", b"\x40\x40", b"\x0a\x0d\x0d\x0a",
+                  b"\x4d\x3c\x2b\x1a", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x00\xbd", b"\xdc\x00",
+                  b"\xaa\x00", b"\x1d\x00", b"\x68\x00", b"> ff 5a ", b"< ", b"0x"):
+        f.write('"%s"\n' % "".join("\\x%02x" % b for b in token))
+PY
+
+status=0
+SUMMARY=()
+for target in "${TARGETS[@]}"; do
+    log="$LOGS/$target.log"
+    echo "== $target: ${SECONDS_PER_TARGET}s, corpus $CORPUS/$target ($(ls "$CORPUS/$target" | wc -l) inputs), log $log"
+    set +e
+    # shellcheck disable=SC2086
+    "$BIN/$target" "$CORPUS/$target" \
+        -dict="$CORPUS/iap.dict" \
+        -max_total_time="$SECONDS_PER_TARGET" \
+        -rss_limit_mb=2048 -timeout=10 \
+        -artifact_prefix="$CRASHES/$target-" \
+        -print_final_stats=1 ${FUZZ_FLAGS:-} >"$log" 2>&1
+    rc=$?
+    set -e
+    runs=$(grep -h "stat::number_of_executed_units" "$log" | awk '{s += $2} END {print s + 0}')
+    if [ "$rc" -eq 0 ]; then
+        result="clean"
+    else
+        status=1
+        artifact=$(grep -ho "Test unit written to .*" "$log" | tail -n 1 | sed 's/Test unit written to //')
+        kind=$(grep -hoE "ERROR: (libFuzzer|AddressSanitizer): [a-zA-Z_-]+|FUZZ INVARIANT BROKEN: .*|Fatal error: .*" "$log" | head -n 1)
+        result="FAILED (exit $rc): ${kind:-see log}; input: ${artifact:-none}"
+    fi
+    SUMMARY+=("$(printf '%-20s %12s executions  %s' "$target" "$runs" "$result")")
+done
+
+echo
+echo "== summary (${SECONDS_PER_TARGET}s per target)"
+printf '%s\n' "${SUMMARY[@]}"
+exit $status
