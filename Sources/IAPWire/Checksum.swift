@@ -11,15 +11,10 @@ public enum Checksum {
 
     @inlinable
     static func sum(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, count: Int) -> UInt8 {
-        // Summing in a wide accumulator lets the optimiser vectorise the loop;
-        // only the low byte matters.
-        var sum: UInt = 0
-        var index = start
-        let end = start + count
-        while index < end {
-            sum &+= UInt(buffer[index])
-            index += 1
-        }
-        return UInt8(truncatingIfNeeded: sum)
+        // Only the sum modulo 256 matters, so a byte accumulator is exact and
+        // vectorises to byte-wise vector adds (16 or 32 bytes per instruction).
+        var sum: UInt8 = 0
+        for byte in UnsafeBufferPointer(rebasing: buffer[start..<start + count]) { sum &+= byte }
+        return sum
     }
 }

@@ -23,7 +23,6 @@ public struct ControlMessage: Hashable, Sendable {
         guard length <= Self.maximumLength else {
             throw WireError(.tooLarge, "message 0x\(String(id, radix: 16)) would be \(length) bytes, over the \(Self.maximumLength)-byte maximum")
         }
-        buffer.reserveCapacity(buffer.count + length)
         buffer.append(0x40)
         buffer.append(0x40)
         buffer.appendBigEndian(UInt16(length))

@@ -101,7 +101,6 @@ public struct LinkPacket: Hashable, Sendable {
         }
         let length = encodedLength
         let start = buffer.count
-        buffer.reserveCapacity(start + length)
         buffer.append(0xFF)
         buffer.append(0x5A)
         buffer.append(UInt8(truncatingIfNeeded: length >> 8))

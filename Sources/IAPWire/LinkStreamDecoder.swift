@@ -90,7 +90,7 @@ public struct LinkStreamDecoder: Sendable {
     public var configuration: Configuration
     public private(set) var statistics = Statistics()
 
-    private var buffer: [UInt8] = []
+    @usableFromInline internal private(set) var buffer: [UInt8] = []
     private var start = 0
     /// Stream offset of `buffer[0]`.
     private var bufferOffset = 0
@@ -99,7 +99,7 @@ public struct LinkStreamDecoder: Sendable {
     /// instead of `.garbage`.
     private var suspectEnd = 0
     private var suspectReason = SkipReason.garbage
-    private var payloadRange = 0..<0
+    @usableFromInline internal private(set) var payloadRange = 0..<0
     private var finished = false
     /// Stream offset of a candidate to skip instead of waiting for it.
     private var abandonAt: Int?
@@ -158,6 +158,7 @@ public struct LinkStreamDecoder: Sendable {
     public var payload: ArraySlice<UInt8> { buffer[payloadRange] }
 
     /// Calls `body` with the last payload in place, without copying it.
+    @inlinable
     public func withPayload<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try buffer.withUnsafeBufferPointer { all in
             try body(UnsafeBufferPointer(rebasing: all[payloadRange]))
@@ -187,6 +188,7 @@ public struct LinkStreamDecoder: Sendable {
     /// The next event, or nil when more bytes are needed (or, after `finish()`,
     /// when everything has been reported).
     public mutating func next() -> Event? {
+        if pendingSkip == nil, abandonAt == nil, let event = nextWholePacket() { return event }
         while true {
             let position = start
             let finding: Finding
@@ -262,6 +264,39 @@ public struct LinkStreamDecoder: Sendable {
                 return .iap1(info, offset: absolute)
             }
         }
+    }
+
+    /// Fast path for the common case: a complete link packet with valid
+    /// checksums at `start`. Anything else (or a failed check) returns nil and
+    /// is handled by the general path, which reaches the same result.
+    @inline(__always)
+    private mutating func nextWholePacket() -> Event? {
+        let position = start
+        let maximum = configuration.maximumPacketLength
+        let found: LinkPacketHeader? = buffer.withUnsafeBufferPointer { bytes in
+            guard bytes.count - position >= LinkPacket.headerLength, let base = bytes.baseAddress else { return nil }
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+            // FF 5A, then the header checksum: bytes 0...8 sum to 0 mod 256.
+            guard word & 0xFFFF == 0x5AFF else { return nil }
+            let pairs = (word & 0x00FF_00FF_00FF_00FF) &+ ((word >> 8) & 0x00FF_00FF_00FF_00FF)
+            let headerSum = UInt8(truncatingIfNeeded: (pairs &* 0x0001_0001_0001_0001) >> 48)
+            guard headerSum &+ base[position + 8] == 0 else { return nil }
+            let length = Int(UInt16(truncatingIfNeeded: word >> 16).byteSwapped)
+            guard length >= LinkPacket.headerLength, length <= maximum, bytes.count - position >= length else { return nil }
+            if length > LinkPacket.headerLength {
+                let payloadSum = Checksum.sum(bytes, from: position + LinkPacket.headerLength, count: length - LinkPacket.headerLength)
+                guard payloadSum == 0 else { return nil }
+            }
+            return LinkPacketHeader(length: length, control: LinkControl(rawValue: UInt8(truncatingIfNeeded: word >> 32)),
+                                    sequence: UInt8(truncatingIfNeeded: word >> 40), acknowledgement: UInt8(truncatingIfNeeded: word >> 48),
+                                    session: UInt8(truncatingIfNeeded: word >> 56))
+        }
+        guard let header = found else { return nil }
+        statistics.packets += 1
+        let payloadStart = position + LinkPacket.headerLength
+        payloadRange = payloadStart..<payloadStart + header.payloadLength
+        start = position + header.length
+        return .packet(header, offset: bufferOffset + position, payloadChecksumValid: true)
     }
 
     private mutating func takePendingSkip() -> Skipped? {
