@@ -41,7 +41,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),

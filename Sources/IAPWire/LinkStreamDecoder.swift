@@ -189,6 +189,13 @@ public struct LinkStreamDecoder: Sendable {
     /// when everything has been reported).
     public mutating func next() -> Event? {
         if pendingSkip == nil, abandonAt == nil, let event = nextWholePacket() { return event }
+        return nextGeneral()
+    }
+
+    /// Everything but a whole valid packet at the current position. Kept out
+    /// of line so that the common case in `next()` stays small.
+    @inline(never)
+    private mutating func nextGeneral() -> Event? {
         while true {
             let position = start
             let finding: Finding

@@ -151,7 +151,7 @@ import Testing
     /// corrupted payload as valid.
     @Test func everySingleBitFlipIsCaughtAndContained() throws {
         let before = try LinkPacket(control: .ack, sequence: 1, session: 1, payload: Array("before".utf8)).encoded()
-        let target = try LinkPacket(control: .ack, sequence: 2, acknowledgement: 7, session: 1, payload: Array("the payload under test".utf8))
+        let target = LinkPacket(control: .ack, sequence: 2, acknowledgement: 7, session: 1, payload: Array("the payload under test".utf8))
         let after = try LinkPacket(control: .ack, sequence: 3, session: 1, payload: Array("after".utf8)).encoded()
         let encoded = try target.encoded()
         for bit in 0..<(encoded.count * 8) {
