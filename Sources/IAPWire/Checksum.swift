@@ -11,10 +11,29 @@ public enum Checksum {
 
     @inlinable
     static func sum(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, count: Int) -> UInt8 {
-        // Only the sum modulo 256 matters, so a byte accumulator is exact and
-        // vectorises to byte-wise vector adds (16 or 32 bytes per instruction).
-        var sum: UInt8 = 0
-        for byte in UnsafeBufferPointer(rebasing: buffer[start..<start + count]) { sum &+= byte }
-        return sum
+        // Only the sum modulo 256 matters, so bytes can be added with
+        // wrapping byte-wise vector adds. Four independent 16-byte
+        // accumulators keep the adds from waiting on each other.
+        guard let base = buffer.baseAddress else { return 0 }
+        let raw = UnsafeRawPointer(base + start)
+        var offset = 0
+        var a = SIMD16<UInt8>(), b = SIMD16<UInt8>(), c = SIMD16<UInt8>(), d = SIMD16<UInt8>()
+        while offset + 64 <= count {
+            a &+= raw.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self)
+            b &+= raw.loadUnaligned(fromByteOffset: offset + 16, as: SIMD16<UInt8>.self)
+            c &+= raw.loadUnaligned(fromByteOffset: offset + 32, as: SIMD16<UInt8>.self)
+            d &+= raw.loadUnaligned(fromByteOffset: offset + 48, as: SIMD16<UInt8>.self)
+            offset += 64
+        }
+        while offset + 16 <= count {
+            a &+= raw.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self)
+            offset += 16
+        }
+        var total = ((a &+ b) &+ (c &+ d)).wrappedSum()
+        while offset < count {
+            total &+= raw.load(fromByteOffset: offset, as: UInt8.self)
+            offset += 1
+        }
+        return total
     }
 }
