@@ -68,7 +68,7 @@ public enum MessageCatalog {
     public static func name(of id: UInt16) -> String? { index[id]?.name }
 
     public static let messages: [MessageSpec] = authentication + identification + externalAccessory
-        + nowPlaying + mediaLibrary + hid + power + communications + usbDeviceModeAudio
+        + nowPlaying + mediaLibrary + hid + power + communications + usbDeviceModeAudio + devKitExtension + diagnostics
 
     private static let index: [UInt16: MessageSpec] = Dictionary(messages.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
 
@@ -344,6 +344,135 @@ public enum MessageCatalog {
         MessageSpec(0xDA01, "USBDeviceModeAudioInformation", [ParameterSpec(0, "SampleRate", .enumeration)]),
         MessageSpec(0xDA02, "StopUSBDeviceModeAudio"),
     ]
+
+    // MARK: Dev-kit extension (Docs/Messages.md)
+
+    /// What iAP2 lacks (hierarchical browsing with paging, commands with
+    /// explicit values and statuses, the advertised command set, the playback
+    /// queue, images by id), in 0xB100...0xB1FF: a range no public iAP2
+    /// message table uses.
+    public static let extensionRange: ClosedRange<UInt16> = 0xB100...0xB1FF
+
+    static let contentItemMembers: [ParameterSpec] = [
+        ParameterSpec(0, "ItemIdentifier", .utf8),
+        ParameterSpec(1, "ItemKind", .enumeration, values: [0: "container", 1: "playable"]),
+        ParameterSpec(2, "Text", .utf8),
+        ParameterSpec(3, "DetailText", .utf8),
+        ParameterSpec(4, "ImageIdentifier", .utf8),
+        ParameterSpec(5, "Accessory", .enumeration, values: [0: "none", 1: "disclosure_indicator", 2: "cloud"]),
+        ParameterSpec(6, "PlayingIndicator", .enumeration, values: [0: "none", 1: "leading", 2: "trailing"]),
+        ParameterSpec(7, "Enabled", .bool),
+        ParameterSpec(8, "AppValue", .blob),
+        ParameterSpec(9, "ImageRow", .group, members: [
+            ParameterSpec(0, "Title", .utf8),
+            ParameterSpec(1, "Image", .group, members: [
+                ParameterSpec(0, "EntryIdentifier", .utf8),
+                ParameterSpec(1, "ImageIdentifier", .utf8),
+                ParameterSpec(2, "Selectable", .bool),
+            ]),
+        ]),
+        ParameterSpec(10, "Section", .uint16),
+        ParameterSpec(11, "Badge", .utf8),
+    ]
+
+    static let sectionMembers: [ParameterSpec] = [
+        ParameterSpec(0, "SectionIdentifier", .uint16),
+        ParameterSpec(1, "SectionKind", .enumeration, values: [0: "plain", 1: "loading", 2: "play_all", 3: "empty", 4: "load_failed"]),
+        ParameterSpec(2, "Title", .utf8),
+        ParameterSpec(3, "ItemCount", .uint32),
+    ]
+
+    public static let commandKinds: [UInt64: String] = [
+        0: "play", 1: "pause", 2: "stop", 3: "toggle_play_pause", 4: "next_track", 5: "previous_track",
+        6: "change_playback_position", 7: "seek_forward", 8: "seek_backward", 9: "skip_forward", 10: "skip_backward",
+        11: "change_repeat_mode", 12: "change_shuffle_mode", 13: "change_playback_rate", 14: "like", 15: "dislike", 16: "bookmark",
+    ]
+
+    public static let requestStatuses: [UInt64: String] = [
+        0: "success", 1: "no_such_content", 2: "no_actionable_now_playing_item", 3: "device_not_found", 4: "command_failed",
+        5: "timed_out", 6: "exceeds_limits",
+    ]
+
+    static let devKitExtension: [MessageSpec] = [
+        MessageSpec(0xB100, "BrowseRequest", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "ContainerIdentifier", .utf8),
+            ParameterSpec(2, "Offset", .uint32),
+            ParameterSpec(3, "Count", .uint16),
+        ]),
+        MessageSpec(0xB101, "BrowseResponse", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(2, "TotalCount", .uint32),
+            ParameterSpec(3, "Offset", .uint32),
+            ParameterSpec(4, "Item", .group, members: contentItemMembers),
+            ParameterSpec(5, "Section", .group, members: sectionMembers),
+            ParameterSpec(6, "ErrorText", .utf8),
+        ]),
+        MessageSpec(0xB102, "PlayItemRequest", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "ItemIdentifier", .utf8),
+            ParameterSpec(2, "ImageRowEntryIdentifier", .utf8),
+        ]),
+        MessageSpec(0xB103, "RequestStatus", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(2, "ErrorText", .utf8),
+        ]),
+        MessageSpec(0xB110, "RemoteCommand", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "Command", .enumeration, values: commandKinds),
+            ParameterSpec(2, "Milliseconds", .uint32),
+            ParameterSpec(3, "Mode", .uint8),
+            ParameterSpec(4, "Active", .bool),
+        ]),
+        MessageSpec(0xB112, "AdvertisedCommands", [
+            ParameterSpec(0, "Command", .group, members: [
+                ParameterSpec(0, "Command", .enumeration, values: commandKinds),
+                ParameterSpec(1, "Enabled", .bool),
+            ]),
+        ]),
+        MessageSpec(0xB113, "MediaAppInformation", [
+            ParameterSpec(0, "AppName", .utf8),
+            ParameterSpec(1, "HasContentTree", .bool),
+        ]),
+        MessageSpec(0xB114, "HeadUnitLimits", [
+            ParameterSpec(0, "MaximumTabs", .uint8),
+            ParameterSpec(1, "MaximumPageSize", .uint16),
+            ParameterSpec(2, "MaximumImageRowImages", .uint8),
+            ParameterSpec(3, "ImageScale", .uint8),
+        ]),
+        MessageSpec(0xB120, "QueueRequest", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "Offset", .uint32),
+            ParameterSpec(2, "Count", .uint16),
+        ]),
+        MessageSpec(0xB121, "QueueResponse", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(2, "TotalCount", .uint32),
+            ParameterSpec(3, "Offset", .uint32),
+            ParameterSpec(4, "CurrentIndex", .uint32),
+            ParameterSpec(5, "Item", .group, members: contentItemMembers),
+        ]),
+        MessageSpec(0xB130, "ImageRequest", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "ImageIdentifier", .utf8),
+            ParameterSpec(2, "Scale", .uint8),
+        ]),
+        MessageSpec(0xB131, "ImageResponse", [
+            ParameterSpec(0, "RequestIdentifier", .uint32),
+            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(2, "FileTransferIdentifier", .uint8),
+            ParameterSpec(3, "ErrorText", .utf8),
+        ]),
+    ]
+
+    /// The diagnostic ping (0xFE00...0xFEFE even, answered with id + 1).
+    static let diagnostics: [MessageSpec] = stride(from: 0xFE00, through: 0xFEFE, by: 2).flatMap { id -> [MessageSpec] in
+        [MessageSpec(UInt16(id), "DiagnosticPing", [ParameterSpec(0, "Sequence", .uint32), ParameterSpec(1, "Padding", .blob)]),
+         MessageSpec(UInt16(id + 1), "DiagnosticPingAnswer", [ParameterSpec(0, "Sequence", .uint32), ParameterSpec(1, "Padding", .blob)])]
+    }
 
     // MARK: Communications (ids only)
 

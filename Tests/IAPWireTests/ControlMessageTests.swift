@@ -73,7 +73,7 @@ import Testing
     @Test func nestingDeeperThanTheLimitIsReportedNotFollowed() throws {
         var innermost = Parameter.uint8(0, 1)
         for _ in 0..<30 { innermost = try .group(0, [innermost]) }
-        let message = ControlMessage(id: 0xFE00, parameters: [innermost])
+        let message = ControlMessage(id: 0x0F00, parameters: [innermost])
         let decoded = try ControlMessage(decoding: try message.encoded())
         var depth = 0
         var level = MessageCatalog.interpret(decoded, maximumDepth: 8)
