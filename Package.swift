@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "IAPTransport", dependencies: ["IAPLink", "IAPWire"]),
         // What runs over the link: the control channel (message reassembly,
         // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
-        .target(name: "IAPRoles", dependencies: ["IAPWire"]),
+        .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles"]),

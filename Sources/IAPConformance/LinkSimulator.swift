@@ -24,6 +24,8 @@ public struct LinkSimulator: Sendable {
     public private(set) var delivered: [LinkRole: [UInt8: [UInt8]]] = [.accessory: [:], .device: [:]]
     /// Every write each end made, in order (for checks on what went on the wire).
     public private(set) var sent: [LinkRole: [[UInt8]]] = [.accessory: [], .device: []]
+    /// The same writes with the time they were made, in the order made.
+    public private(set) var wireLog: [(time: LinkInstant, role: LinkRole, bytes: [UInt8])] = []
     /// Steps taken, to bound runaway scenarios.
     public private(set) var steps = 0
     public static let maximumSteps = 2_000_000
@@ -60,6 +62,21 @@ public struct LinkSimulator: Sendable {
             device = LinkEnd(configuration: device.configuration)
             apply(device.start(now: now), from: .device)
         }
+    }
+
+    /// Pulls the cable: both ends see their transport close, and whatever
+    /// was on the wire is lost.
+    public mutating func unplug(reason: String = "cable unplugged") {
+        _ = outbound.arrivals(upTo: LinkInstant(nanoseconds: .max))
+        _ = inbound.arrivals(upTo: LinkInstant(nanoseconds: .max))
+        apply(accessory.transportClosed(reason, now: now), from: .accessory)
+        apply(device.transportClosed(reason, now: now), from: .device)
+    }
+
+    /// Plugs the cable back in: both ends start over as fresh link ends.
+    public mutating func plug() {
+        restart(.device)
+        restart(.accessory)
     }
 
     /// Queues bytes on one end's session.
@@ -120,6 +137,7 @@ public struct LinkSimulator: Sendable {
             switch action {
             case .send(let bytes):
                 sent[role, default: []].append(bytes)
+                wireLog.append((now, role, bytes))
                 if role == .accessory { outbound.write(bytes, now: now) } else { inbound.write(bytes, now: now) }
             case .deliver(let session, let bytes):
                 delivered[role, default: [:]][session, default: []].append(contentsOf: bytes)

@@ -196,6 +196,8 @@ public enum MessageCatalog {
         ParameterSpec(25, "MediaItemIsResidentOnDevice", .bool),
         ParameterSpec(26, "MediaItemArtworkFileTransferIdentifier", .uint8),
         ParameterSpec(27, "MediaItemChapterCount", .uint16),
+        // Dev-kit extension attributes (Docs/Messages.md).
+        ParameterSpec(0x4000, "DevKitReleaseDate", .utf8),
     ]
 
     /// Playback attributes (NowPlayingUpdate group 1).
@@ -217,6 +219,10 @@ public enum MessageCatalog {
         ParameterSpec(15, "PlaybackQueueListTransferID", .uint8),
         ParameterSpec(16, "PlaybackAppBundleID", .utf8),
         ParameterSpec(17, "PlaybackQueueListContentTransfer", .none),
+        // Dev-kit extension attributes (Docs/Messages.md): iAP2's status has no
+        // "unknown" or "interrupted", and no default rate.
+        ParameterSpec(0x4000, "DevKitPlaybackState", .enumeration, values: [0: "unknown", 1: "playing", 2: "paused", 3: "stopped", 4: "interrupted"]),
+        ParameterSpec(0x4001, "DevKitDefaultPlaybackRate", .uint16),
     ]
 
     static let nowPlayingGroups: [ParameterSpec] = [

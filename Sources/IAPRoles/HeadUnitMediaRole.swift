@@ -1,0 +1,274 @@
+import IAPLink
+
+/// The head-unit end of the media protocol, sans-IO: it browses the phone's
+/// content tree page by page (with loading, failure and retry states),
+/// keeps a now-playing model whose elapsed time is known for any moment,
+/// sends commands and surfaces their statuses and timeouts.
+public struct HeadUnitMediaRole: Sendable {
+    public enum Output: Hashable, Sendable {
+        case send(MediaMessage)
+        case event(Event)
+    }
+
+    public enum Event: Hashable, Sendable {
+        case appInformation(name: String, hasContentTree: Bool)
+        case controlsChanged(radio: Bool, advertised: [AdvertisedCommand])
+        case tabs([ContentItem])
+        case page(containerID: String)
+        case browseFailed(containerID: String, RequestStatus, String)
+        case selection(itemID: String, RequestStatus)
+        case commandStatus(RemoteCommand, RequestStatus)
+        case nowPlaying(NowPlayingInfo)
+        case queue(QueueResponse)
+        case image(imageID: String, RequestStatus, transferID: UInt8?)
+    }
+
+    /// What the head unit shows for one container.
+    public struct ContainerState: Hashable, Sendable {
+        public var items: [ContentItem] = []
+        public var sections: [ContentSection] = []
+        public var totalCount = 0
+        public var loading = false
+        /// Set when the last load failed: the screen shows it with "retry".
+        public var failure: String?
+        public var isComplete: Bool { items.count >= totalCount && !loading && failure == nil }
+    }
+
+    private enum Pending: Hashable, Sendable {
+        case browse(containerID: String, offset: Int)
+        case select(itemID: String)
+        case command(RemoteCommand)
+        case queue
+        case image(String)
+    }
+
+    public let limits: HeadUnitLimits
+    public let requestTimeout: Duration
+    public private(set) var appName: String?
+    public private(set) var hasContentTree = false
+    public private(set) var advertised: [AdvertisedCommand] = []
+    public private(set) var tabs: [ContentItem] = []
+    public private(set) var containers: [String: ContainerState] = [:]
+    public private(set) var nowPlaying = NowPlayingModel()
+    public private(set) var queue: QueueResponse?
+    /// The row showing a spinner until the phone completes the selection.
+    public private(set) var selecting: String?
+    public private(set) var commandLog: [(RemoteCommand, RequestStatus)] = []
+    private var pending: [UInt32: (Pending, deadline: LinkInstant)] = [:]
+    private var nextRequestID: UInt32 = 1
+
+    public init(limits: HeadUnitLimits = .audioApps, requestTimeout: Duration = .seconds(8)) {
+        self.limits = limits
+        self.requestTimeout = requestTimeout
+    }
+
+    /// Radio controls: the phone advertises like, dislike or bookmark
+    /// (enabled or not); only withdrawing them switches back.
+    public var radioControls: Bool { advertised.contains { $0.kind.isRadioFeedback } }
+
+    /// The transport buttons shown: radio controls have no previous-track button.
+    public var buttons: [RemoteCommand.Kind] {
+        let shown = Set(advertised.map(\.kind))
+        let layout: [RemoteCommand.Kind] = radioControls
+            ? [.like, .dislike, .bookmark, .togglePlayPause, .nextTrack]
+            : [.previousTrack, .togglePlayPause, .nextTrack, .changeRepeatMode, .changeShuffleMode, .changePlaybackRate]
+        return layout.filter { shown.contains($0) }
+    }
+
+    // MARK: Connection
+
+    /// States the limits up front and subscribes to now playing (the screen
+    /// is configured at connect time, not when first shown).
+    public mutating func connect(now: LinkInstant) -> [Output] {
+        reset()
+        return [.send(.limits(limits)), .send(.startNowPlayingUpdates)]
+    }
+
+    public mutating func disconnect() { reset() }
+
+    private mutating func reset() {
+        appName = nil
+        hasContentTree = false
+        advertised = []
+        tabs = []
+        containers = [:]
+        nowPlaying = NowPlayingModel()
+        queue = nil
+        selecting = nil
+        pending = [:]
+    }
+
+    // MARK: User actions
+
+    public mutating func openRoot(now: LinkInstant) -> [Output] {
+        request(.browseRequest(requestID: 0, containerID: "", offset: 0, count: UInt16(limits.maximumTabs)), .browse(containerID: "", offset: 0), now: now)
+    }
+
+    /// Opens a container from its first page (children are fetched only now).
+    public mutating func open(_ containerID: String, now: LinkInstant) -> [Output] {
+        containers[containerID] = ContainerState(loading: true)
+        return browse(containerID, offset: 0, now: now)
+    }
+
+    /// The next page of a container already open.
+    public mutating func loadMore(_ containerID: String, now: LinkInstant) -> [Output] {
+        guard var state = containers[containerID], !state.loading, state.items.count < state.totalCount else { return [] }
+        state.loading = true
+        containers[containerID] = state
+        return browse(containerID, offset: state.items.count, now: now)
+    }
+
+    /// Tries the page that failed again.
+    public mutating func retry(_ containerID: String, now: LinkInstant) -> [Output] {
+        guard var state = containers[containerID], state.failure != nil else { return [] }
+        state.failure = nil
+        state.loading = true
+        containers[containerID] = state
+        return containerID.isEmpty ? openRoot(now: now) : browse(containerID, offset: state.items.count, now: now)
+    }
+
+    private mutating func browse(_ containerID: String, offset: Int, now: LinkInstant) -> [Output] {
+        request(.browseRequest(requestID: 0, containerID: containerID, offset: UInt32(offset), count: UInt16(limits.maximumPageSize)),
+                .browse(containerID: containerID, offset: offset), now: now)
+    }
+
+    public mutating func select(_ itemID: String, imageRowEntryID: String? = nil, now: LinkInstant) -> [Output] {
+        selecting = itemID
+        return request(.playItem(requestID: 0, itemID: itemID, imageRowEntryID: imageRowEntryID), .select(itemID: itemID), now: now)
+    }
+
+    /// Sends a command (voice control sends the same ones).
+    public mutating func send(_ command: RemoteCommand, now: LinkInstant) -> [Output] {
+        request(.remoteCommand(requestID: 0, command), .command(command), now: now)
+    }
+
+    public mutating func requestQueue(now: LinkInstant) -> [Output] {
+        request(.queueRequest(requestID: 0, offset: 0, count: UInt16(limits.maximumPageSize)), .queue, now: now)
+    }
+
+    public mutating func requestImage(_ imageID: String, now: LinkInstant) -> [Output] {
+        request(.imageRequest(requestID: 0, imageID: imageID, scale: UInt8(clamping: limits.imageScale)), .image(imageID), now: now)
+    }
+
+    private mutating func request(_ message: MediaMessage, _ kind: Pending, now: LinkInstant) -> [Output] {
+        let id = nextRequestID
+        nextRequestID &+= 1
+        pending[id] = (kind, now + requestTimeout)
+        let stamped: MediaMessage
+        switch message {
+        case .browseRequest(_, let container, let offset, let count): stamped = .browseRequest(requestID: id, containerID: container, offset: offset, count: count)
+        case .playItem(_, let item, let entry): stamped = .playItem(requestID: id, itemID: item, imageRowEntryID: entry)
+        case .remoteCommand(_, let command): stamped = .remoteCommand(requestID: id, command)
+        case .queueRequest(_, let offset, let count): stamped = .queueRequest(requestID: id, offset: offset, count: count)
+        case .imageRequest(_, let image, let scale): stamped = .imageRequest(requestID: id, imageID: image, scale: scale)
+        default: stamped = message
+        }
+        return [.send(stamped)]
+    }
+
+    // MARK: From the phone
+
+    public mutating func receive(_ message: MediaMessage, now: LinkInstant) -> [Output] {
+        switch message {
+        case .appInformation(let name, let hasContent):
+            appName = name
+            hasContentTree = hasContent
+            return [.event(.appInformation(name: name, hasContentTree: hasContent))]
+        case .advertisedCommands(let commands):
+            advertised = commands
+            return [.event(.controlsChanged(radio: radioControls, advertised: commands))]
+        case .nowPlayingUpdate(let update):
+            nowPlaying.apply(update, at: now)
+            return [.event(.nowPlaying(nowPlaying.info))]
+        case .browseResponse(let response):
+            guard case .browse(let container, let offset)? = pending.removeValue(forKey: response.requestID)?.0 else { return [] }
+            return browsed(response, containerID: container, offset: offset)
+        case .requestStatus(let id, let status, _):
+            switch pending.removeValue(forKey: id)?.0 {
+            case .select(let item)?:
+                if selecting == item { selecting = nil }
+                return [.event(.selection(itemID: item, status))]
+            case .command(let command)?:
+                commandLog.append((command, status))
+                return [.event(.commandStatus(command, status))]
+            default:
+                return []
+            }
+        case .queueResponse(let response):
+            guard pending.removeValue(forKey: response.requestID) != nil else { return [] }
+            queue = response
+            return [.event(.queue(response))]
+        case .imageResponse(let id, let status, let transfer, _):
+            guard case .image(let image)? = pending.removeValue(forKey: id)?.0 else { return [] }
+            return [.event(.image(imageID: image, status, transferID: transfer))]
+        default:
+            return []
+        }
+    }
+
+    private mutating func browsed(_ response: BrowseResponse, containerID: String, offset: Int) -> [Output] {
+        var state = containers[containerID] ?? ContainerState()
+        state.loading = false
+        guard response.status == .success else {
+            let reason = response.error ?? "\(response.status)"
+            state.failure = reason
+            containers[containerID] = state
+            return [.event(.browseFailed(containerID: containerID, response.status, reason))]
+        }
+        if containerID.isEmpty {
+            // More tabs than the limit is an error shown as such, never cut.
+            guard response.items.count <= limits.maximumTabs else {
+                let reason = "the phone offered \(response.items.count) tabs; at most \(limits.maximumTabs) can be shown"
+                state.failure = reason
+                containers[containerID] = state
+                return [.event(.browseFailed(containerID: containerID, .exceedsLimits, reason))]
+            }
+            tabs = response.items
+            state.items = response.items
+            state.totalCount = response.items.count
+            state.failure = nil
+            containers[containerID] = state
+            return [.event(.tabs(response.items))]
+        }
+        if offset == 0 { state.items = [] }
+        state.items += response.items
+        state.sections = response.sections
+        state.totalCount = Int(response.totalCount)
+        state.failure = nil
+        containers[containerID] = state
+        return [.event(.page(containerID: containerID))]
+    }
+
+    // MARK: Time
+
+    /// Requests the phone did not answer in time: the screen stops spinning
+    /// and says so.
+    public mutating func tick(now: LinkInstant) -> [Output] {
+        let expired = pending.filter { $0.value.deadline <= now }.sorted { $0.key < $1.key }
+        var outputs: [Output] = []
+        for (id, entry) in expired {
+            pending[id] = nil
+            switch entry.0 {
+            case .browse(let container, _):
+                var state = containers[container] ?? ContainerState()
+                state.loading = false
+                state.failure = "no answer from the phone"
+                containers[container] = state
+                outputs.append(.event(.browseFailed(containerID: container, .timedOut, "no answer from the phone")))
+            case .select(let item):
+                if selecting == item { selecting = nil }
+                outputs.append(.event(.selection(itemID: item, .timedOut)))
+            case .command(let command):
+                commandLog.append((command, .timedOut))
+                outputs.append(.event(.commandStatus(command, .timedOut)))
+            case .queue:
+                outputs.append(.event(.queue(QueueResponse(requestID: id, status: .timedOut))))
+            case .image(let image):
+                outputs.append(.event(.image(imageID: image, .timedOut, transferID: nil)))
+            }
+        }
+        return outputs
+    }
+
+    public var nextDeadline: LinkInstant? { pending.values.map(\.deadline).min() }
+}

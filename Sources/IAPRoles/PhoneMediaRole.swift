@@ -1,0 +1,296 @@
+import IAPLink
+
+/// The phone end of the media protocol, sans-IO: browse requests are
+/// answered from a content source, remote commands run through the command
+/// center, and now playing goes out when it changes meaningfully.
+///
+/// Loading content is the app's business and may be slow: the role emits
+/// `.load` with a token and the edge calls `complete(token:with:now:)` when
+/// the app answers. Every request is answered on every path: with the
+/// content, with the app's error, or with `.timedOut` when the app does not
+/// answer within `loadTimeout`.
+///
+/// The command set is part of the role from its first moment (the only
+/// initialiser takes it), and on every connection the advertised commands
+/// go out before the app says it has a content tree, so a head unit can
+/// never be offered content before it knows the commands.
+public struct PhoneMediaRole: Sendable {
+    public enum Output: Hashable, Sendable {
+        case send(MediaMessage)
+        /// Ask the app; answer with `complete`.
+        case load(token: UInt32, LoadRequest)
+        /// Send this file over the file-transfer session with this id.
+        case transferFile(id: UInt8, bytes: [UInt8])
+        /// The app's player must pause (the head unit went away).
+        case pausePlayback
+        case connected(connection: Int)
+        case disconnected(connection: Int)
+        case log(String)
+    }
+
+    public enum LoadRequest: Hashable, Sendable {
+        case tabs
+        case children(containerID: String, offset: Int, count: Int)
+        case play(itemID: String, imageRowEntryID: String?)
+        case queue(offset: Int, count: Int)
+        case image(id: String, scale: Int)
+    }
+
+    public enum LoadResult: Hashable, Sendable {
+        case page(items: [ContentItem], sections: [ContentSection], totalCount: Int)
+        case queue(items: [ContentItem], totalCount: Int, currentIndex: Int)
+        case image([UInt8])
+        case done
+        case failed(RequestStatus, String)
+    }
+
+    /// Per-connection state: created at connect, dropped at disconnect.
+    private struct Connection: Sendable {
+        let number: Int
+        var limits = HeadUnitLimits.audioApps
+        var subscribed = false
+        var lastSent: (info: NowPlayingInfo, at: LinkInstant)?
+        var pending: [UInt32: (requestID: UInt32, request: LoadRequest, deadline: LinkInstant)] = [:]
+    }
+
+    public let appName: String
+    public let offersContent: Bool
+    public let loadTimeout: Duration
+    public private(set) var commands: RemoteCommandCenter
+    /// The now-playing center: what is playing and since when.
+    public private(set) var nowPlaying = NowPlayingInfo()
+    private var nowPlayingAt = LinkInstant.zero
+    private var connection: Connection?
+    private var connections = 0
+    private var nextToken: UInt32 = 1
+    private var nextTransfer: UInt8 = 1
+
+    public init(appName: String, commands: RemoteCommandCenter, offersContent: Bool, loadTimeout: Duration = .seconds(5)) {
+        self.appName = appName
+        self.commands = commands
+        self.offersContent = offersContent
+        self.loadTimeout = loadTimeout
+    }
+
+    public var isConnected: Bool { connection != nil }
+    public var isSubscribed: Bool { connection?.subscribed ?? false }
+    public var limits: HeadUnitLimits? { connection?.limits }
+
+    // MARK: Connection life cycle
+
+    public mutating func connect(now: LinkInstant) -> [Output] {
+        var outputs: [Output] = []
+        if connection != nil { outputs += disconnect(now: now) }
+        connections += 1
+        connection = Connection(number: connections)
+        outputs.append(.connected(connection: connections))
+        outputs.append(.send(.advertisedCommands(commands.advertised)))
+        outputs.append(.send(.appInformation(name: appName, hasContentTree: offersContent)))
+        return outputs
+    }
+
+    public mutating func disconnect(now: LinkInstant) -> [Output] {
+        guard let ended = connection else { return [] }
+        connection = nil
+        var outputs: [Output] = [.disconnected(connection: ended.number)]
+        if nowPlaying.state == .playing {
+            nowPlaying.elapsedMilliseconds = elapsed(at: now)
+            nowPlaying.state = .paused
+            nowPlaying.playbackRate = 0
+            nowPlayingAt = now
+            outputs.append(.pausePlayback)
+            outputs.append(.log("paused playback: the head unit disconnected"))
+        }
+        return outputs
+    }
+
+    // MARK: Now playing center
+
+    /// The elapsed time the published state implies at `now`.
+    public func elapsed(at now: LinkInstant) -> UInt32 {
+        NowPlayingModel.extrapolate(nowPlaying, from: nowPlayingAt, to: now)
+    }
+
+    /// Sets what is playing. An update goes to a subscribed head unit only
+    /// when something meaningful changed: the track, the state, the rate, the
+    /// modes or queue position, or the position beyond what time alone
+    /// explains (a seek). Time passing is never a reason to send.
+    public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
+        var info = info
+        if info.state != .playing { info.playbackRate = 0 }
+        nowPlaying = info
+        nowPlayingAt = now
+        guard var current = connection, current.subscribed else { return [] }
+        if let last = current.lastSent, !Self.meaningfullyDifferent(last.info, sentAt: last.at, from: info, at: now) { return [] }
+        current.lastSent = (info, now)
+        connection = current
+        return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info)))]
+    }
+
+    static func meaningfullyDifferent(_ old: NowPlayingInfo, sentAt: LinkInstant, from new: NowPlayingInfo, at now: LinkInstant) -> Bool {
+        var oldComparable = old
+        var newComparable = new
+        oldComparable.elapsedMilliseconds = 0
+        newComparable.elapsedMilliseconds = 0
+        if oldComparable != newComparable { return true }
+        let expected = Int(NowPlayingModel.extrapolate(old, from: sentAt, to: now))
+        return abs(Int(new.elapsedMilliseconds) - expected) > 1000
+    }
+
+    /// Changes the command set; a connected head unit is told at once.
+    public mutating func updateCommands(_ change: (inout RemoteCommandCenter) -> Void) -> [Output] {
+        change(&commands)
+        return connection == nil ? [] : [.send(.advertisedCommands(commands.advertised))]
+    }
+
+    // MARK: Requests
+
+    public mutating func receive(_ message: MediaMessage, now: LinkInstant) -> [Output] {
+        guard var current = connection else { return [.log("ignored a message while not connected")] }
+        defer { connection = current }
+        switch message {
+        case .limits(let limits):
+            current.limits = limits
+            return [.log("head unit limits: \(limits.maximumTabs) tabs, pages of \(limits.maximumPageSize), \(limits.maximumImageRowImages) images per row, scale \(limits.imageScale)")]
+        case .startNowPlayingUpdates:
+            current.subscribed = true
+            let info = NowPlayingInfo(
+                itemID: nowPlaying.itemID, title: nowPlaying.title, artist: nowPlaying.artist, albumTitle: nowPlaying.albumTitle,
+                genre: nowPlaying.genre, releaseDate: nowPlaying.releaseDate, durationMilliseconds: nowPlaying.durationMilliseconds,
+                artworkTransferID: nowPlaying.artworkTransferID, elapsedMilliseconds: elapsed(at: now), playbackRate: nowPlaying.playbackRate,
+                defaultPlaybackRate: nowPlaying.defaultPlaybackRate, queueIndex: nowPlaying.queueIndex, queueCount: nowPlaying.queueCount,
+                state: nowPlaying.state, repeatMode: nowPlaying.repeatMode, shuffleMode: nowPlaying.shuffleMode, appName: nowPlaying.appName ?? appName)
+            current.lastSent = (info, now)
+            return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info)))]
+        case .stopNowPlayingUpdates:
+            current.subscribed = false
+            current.lastSent = nil
+            return []
+        case .browseRequest(let id, let container, let offset, let count):
+            guard offersContent else {
+                return [.send(.browseResponse(BrowseResponse(requestID: id, status: .noSuchContent, error: "\(appName) offers no content tree")))]
+            }
+            guard Int(count) <= current.limits.maximumPageSize else {
+                return [.send(.browseResponse(BrowseResponse(requestID: id, status: .exceedsLimits,
+                                                              error: "a page of \(count) exceeds the stated maximum of \(current.limits.maximumPageSize)")))]
+            }
+            let request: LoadRequest = container.isEmpty ? .tabs : .children(containerID: container, offset: Int(offset), count: Int(count))
+            return [startLoad(request, requestID: id, in: &current, now: now)]
+        case .playItem(let id, let item, let entry):
+            return [startLoad(.play(itemID: item, imageRowEntryID: entry), requestID: id, in: &current, now: now)]
+        case .queueRequest(let id, let offset, let count):
+            return [startLoad(.queue(offset: Int(offset), count: Int(count)), requestID: id, in: &current, now: now)]
+        case .imageRequest(let id, let image, let scale):
+            return [startLoad(.image(id: image, scale: Int(scale)), requestID: id, in: &current, now: now)]
+        case .remoteCommand(let id, let command):
+            let status = commands.perform(command)
+            return [.send(.requestStatus(requestID: id, status, error: nil)), .log("command \(command.kind): \(status)")]
+        case .setNowPlayingInformation(let elapsed, _):
+            guard let elapsed else { return [] }
+            let status = commands.perform(.changePlaybackPosition(milliseconds: elapsed))
+            return [.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)")]
+        default:
+            return [.log("ignored \(message.controlMessage.id == 0 ? "a message" : "an unexpected message") from the head unit")]
+        }
+    }
+
+    private mutating func startLoad(_ request: LoadRequest, requestID: UInt32, in current: inout Connection, now: LinkInstant) -> Output {
+        let token = nextToken
+        nextToken &+= 1
+        current.pending[token] = (requestID, request, now + loadTimeout)
+        return .load(token: token, request)
+    }
+
+    /// The app's answer to a `.load`. Answers that come after the request
+    /// timed out, or after the connection ended, are dropped.
+    public mutating func complete(token: UInt32, with result: LoadResult, now: LinkInstant) -> [Output] {
+        guard var current = connection, let pending = current.pending.removeValue(forKey: token) else { return [] }
+        connection = current
+        let id = pending.requestID
+        switch (pending.request, result) {
+        case (_, .failed(let status, let error)):
+            return [answerFailure(pending.request, requestID: id, status: status, error: error)]
+        case (.tabs, .page(let items, let sections, let total)):
+            guard items.count <= current.limits.maximumTabs else {
+                return [.send(.browseResponse(BrowseResponse(requestID: id, status: .exceedsLimits,
+                                                              error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.maximumTabs)")))]
+            }
+            return [.send(.browseResponse(BrowseResponse(requestID: id, status: .success, totalCount: UInt32(total), offset: 0, items: items, sections: sections)))]
+        case (.children(_, let offset, let count), .page(let items, let sections, let total)):
+            if let row = items.compactMap(\.imageRow).first(where: { $0.entries.count > current.limits.maximumImageRowImages }) {
+                return [.send(.browseResponse(BrowseResponse(requestID: id, status: .exceedsLimits,
+                                                              error: "image row \"\(row.title)\" has \(row.entries.count) images; the head unit shows at most \(current.limits.maximumImageRowImages)")))]
+            }
+            let page = Array(items.prefix(count))
+            var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
+                                          items: page, sections: sections)
+            if (try? MediaMessage.browseResponse(response).controlMessage.encoded()) == nil {
+                response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
+            }
+            return [.send(.browseResponse(response))]
+        case (.play, .done):
+            return [.send(.requestStatus(requestID: id, .success, error: nil))]
+        case (.queue(let offset, _), .queue(let items, let total, let currentIndex)):
+            return [.send(.queueResponse(QueueResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total),
+                                                       offset: UInt32(clamping: offset), currentIndex: UInt32(clamping: currentIndex), items: items)))]
+        case (.image, .image(let bytes)):
+            // Animated images crashed head units: GIF is refused outright.
+            if bytes.starts(with: Array("GIF8".utf8)) {
+                return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: "animated images (GIF) are not allowed"))]
+            }
+            let transfer = nextTransfer
+            nextTransfer = nextTransfer == 255 ? 1 : nextTransfer + 1
+            return [.send(.imageResponse(requestID: id, .success, transferID: transfer, error: nil)), .transferFile(id: transfer, bytes: bytes)]
+        default:
+            return [answerFailure(pending.request, requestID: id, status: .commandFailed, error: "the app answered \(result) to \(pending.request)")]
+        }
+    }
+
+    private func answerFailure(_ request: LoadRequest, requestID id: UInt32, status: RequestStatus, error: String) -> Output {
+        switch request {
+        case .tabs, .children: .send(.browseResponse(BrowseResponse(requestID: id, status: status, error: error)))
+        case .play: .send(.requestStatus(requestID: id, status, error: error))
+        case .queue: .send(.queueResponse(QueueResponse(requestID: id, status: status)))
+        case .image: .send(.imageResponse(requestID: id, status, transferID: nil, error: error))
+        }
+    }
+
+    /// Answers requests the app has not answered in time.
+    public mutating func tick(now: LinkInstant) -> [Output] {
+        guard var current = connection else { return [] }
+        let expired = current.pending.filter { $0.value.deadline <= now }.sorted { $0.key < $1.key }
+        for (token, _) in expired { current.pending[token] = nil }
+        connection = current
+        return expired.map { answerFailure($0.value.request, requestID: $0.value.requestID, status: .timedOut,
+                                           error: "the app did not answer within \(loadTimeout)") }
+    }
+
+    public var nextDeadline: LinkInstant? { connection?.pending.values.map(\.deadline).min() }
+}
+
+/// What the head unit knows about now playing, and the elapsed time it
+/// implies at any moment.
+public struct NowPlayingModel: Hashable, Sendable {
+    public private(set) var info = NowPlayingInfo()
+    public private(set) var receivedAt = LinkInstant.zero
+    public private(set) var updates = 0
+
+    public init() {}
+
+    public mutating func apply(_ update: NowPlayingUpdate, at now: LinkInstant) {
+        info = update.applied(to: info)
+        receivedAt = now
+        updates += 1
+    }
+
+    /// Elapsed time at `now`, from the last update, its rate and when it came.
+    public func elapsed(at now: LinkInstant) -> UInt32 { Self.extrapolate(info, from: receivedAt, to: now) }
+
+    static func extrapolate(_ info: NowPlayingInfo, from then: LinkInstant, to now: LinkInstant) -> UInt32 {
+        guard info.state == .playing, info.playbackRate > 0, now > then else { return info.elapsedMilliseconds }
+        let advanced = Double(now.nanoseconds - then.nanoseconds) / 1e6 * info.playbackRate
+        let value = Double(info.elapsedMilliseconds) + advanced
+        let limit = info.durationMilliseconds.map(Double.init) ?? Double(UInt32.max)
+        return UInt32(min(max(0, value), limit))
+    }
+}

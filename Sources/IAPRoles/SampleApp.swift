@@ -1,0 +1,381 @@
+import IAPLink
+import IAPWire
+import Synchronization
+
+/// A track of the sample library.
+public struct SampleTrack: Hashable, Sendable {
+    public var id: String
+    public var persistentID: UInt64
+    public var title: String
+    public var artist: String
+    public var album: String
+    public var genre: String
+    public var durationMilliseconds: UInt32
+    public var inBrowseTree: Bool
+
+    public init(id: String, persistentID: UInt64, title: String, artist: String, album: String, genre: String,
+                durationMilliseconds: UInt32, inBrowseTree: Bool = true) {
+        self.id = id
+        self.persistentID = persistentID
+        self.title = title
+        self.artist = artist
+        self.album = album
+        self.genre = genre
+        self.durationMilliseconds = durationMilliseconds
+        self.inBrowseTree = inBrowseTree
+    }
+
+    public static let kindOfBlue = SampleLibrary.standard.albums[0].tracks[2]
+
+    /// A full NowPlayingUpdate of this track with the given attributes
+    /// (all of them when `wanted` is empty), for the identification flow.
+    public func nowPlayingUpdate(wanted: [UInt16: [UInt16]]) -> ControlMessage {
+        let info = NowPlayingInfo(itemID: persistentID, title: title, artist: artist, albumTitle: album, genre: genre,
+                                  durationMilliseconds: durationMilliseconds, elapsedMilliseconds: 42_000, playbackRate: 1,
+                                  queueIndex: 2, queueCount: 5, state: .playing, appName: "iap-devkit")
+        var message = NowPlayingUpdate(full: info).message
+        if !wanted.isEmpty {
+            message.parameters = message.parameters.compactMap { groupParameter in
+                guard let ids = wanted[groupParameter.id], let members = try? groupParameter.group() else { return nil }
+                let kept = members.filter { ids.contains($0.id) }
+                return kept.isEmpty ? nil : group(groupParameter.id, kept)
+            }
+        }
+        return message
+    }
+}
+
+/// The built-in library `iapctl demo` and `iapctl phone` serve: four tabs,
+/// albums with a "play all" section, radio stations, a "recently played"
+/// list that starts with a disabled placeholder, and a podcasts tab whose
+/// first load fails as it would on a weak network (the retry works).
+public struct SampleLibrary: Hashable, Sendable {
+    public struct Album: Hashable, Sendable {
+        public var id: String
+        public var title: String
+        public var artist: String
+        public var imageID: String
+        public var tracks: [SampleTrack]
+    }
+
+    public var albums: [Album]
+    public var stations: [SampleTrack]
+    public var podcasts: [SampleTrack]
+    /// An item the queue holds that is not in the browse tree.
+    public var interlude: SampleTrack
+
+    public static let standard: SampleLibrary = {
+        func album(_ id: String, _ title: String, _ artist: String, _ genre: String, _ tracks: [(String, UInt32)], base: UInt64) -> Album {
+            Album(id: id, title: title, artist: artist, imageID: "art:\(id)", tracks: tracks.enumerated().map { index, track in
+                SampleTrack(id: "\(id):\(index + 1)", persistentID: base + UInt64(index), title: track.0, artist: artist, album: title,
+                            genre: genre, durationMilliseconds: track.1)
+            })
+        }
+        return SampleLibrary(
+            albums: [
+                album("kind-of-blue", "Kind of Blue", "Miles Davis", "Jazz", [("So What", 562_000), ("Freddie Freeloader", 589_000),
+                      ("Blue in Green", 337_000), ("All Blues", 694_000), ("Flamenco Sketches", 566_000)], base: 0x4B4F_4200),
+                album("blue-train", "Blue Train", "John Coltrane", "Jazz", [("Blue Train", 643_000), ("Moment's Notice", 551_000),
+                      ("Locomotion", 434_000), ("I'm Old Fashioned", 478_000), ("Lazy Bird", 421_000)], base: 0x4254_0000),
+                album("time-out", "Time Out", "The Dave Brubeck Quartet", "Jazz", [("Blue Rondo à la Turk", 404_000),
+                      ("Strange Meadow Lark", 442_000), ("Take Five", 324_000), ("Three to Get Ready", 324_000)], base: 0x544F_0000),
+            ],
+            stations: [
+                SampleTrack(id: "station:jazz", persistentID: 0x5354_0001, title: "Jazz Radio", artist: "Live", album: "Radio", genre: "Jazz", durationMilliseconds: 0),
+                SampleTrack(id: "station:news", persistentID: 0x5354_0002, title: "News Radio", artist: "Live", album: "Radio", genre: "News", durationMilliseconds: 0),
+            ],
+            podcasts: [
+                SampleTrack(id: "podcast:1", persistentID: 0x5043_0001, title: "Episode 1: Modal jazz", artist: "Jazz History", album: "Podcasts", genre: "Podcast", durationMilliseconds: 1_800_000),
+            ],
+            interlude: SampleTrack(id: "interlude", persistentID: 0x494E_0001, title: "Station interlude", artist: "iap-devkit",
+                                   album: "Up next", genre: "Spoken", durationMilliseconds: 15_000, inBrowseTree: false))
+    }()
+
+    public func album(_ id: String) -> Album? { albums.first { $0.id == id } }
+    public func track(_ id: String) -> SampleTrack? {
+        (albums.flatMap(\.tracks) + stations + podcasts + [interlude]).first { $0.id == id }
+    }
+
+    /// Artwork: a tiny PNG per album (an 8-byte signature and an IHDR chunk
+    /// whose size follows the scale asked for).
+    public func image(_ id: String, scale: Int) -> [UInt8]? {
+        if id == "art:animated" { return Array("GIF89a".utf8) + [1, 0, 1, 0, 0, 0, 0] }
+        guard albums.contains(where: { $0.imageID == id }) else { return nil }
+        let side = UInt32(60 * max(1, min(3, scale)))
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
+        for value in [side, side] { png += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+        png += [8, 6, 0, 0, 0, 0, 0, 0, 0]
+        return png
+    }
+}
+
+/// The sample app behind the phone role: a player over the sample library.
+/// Commands arrive through the command center's handlers, which may run at
+/// any time, so the state sits behind a lock; time comes in as arguments
+/// (`setTime`) so that simulations stay deterministic.
+public final class SampleApp: Sendable {
+    public struct State: Hashable, Sendable {
+        public var queue: [SampleTrack] = []
+        public var index = 0
+        public var playback = NowPlayingInfo.PlaybackState.stopped
+        public var elapsedBase: UInt32 = 0
+        public var since = LinkInstant.zero
+        public var rate: Double = 1
+        public var repeatMode = RepeatMode.off
+        public var shuffleMode = ShuffleMode.off
+        public var liked: Set<String> = []
+        public var bookmarked: Set<String> = []
+        public var recentlyPlayed: [SampleTrack] = []
+        public var podcastAttempts = 0
+    }
+
+    public let library: SampleLibrary
+    public let appName: String
+    private let state = Mutex(State())
+    private let clock = Mutex(LinkInstant.zero)
+    public let supportedRates: [Double]
+
+    public init(library: SampleLibrary = .standard, appName: String = "iap-devkit Music", supportedRates: [Double] = [1.0, 1.25, 1.5, 2.0]) {
+        self.library = library
+        self.appName = appName
+        self.supportedRates = supportedRates
+    }
+
+    public var snapshot: State { state.withLock { $0 } }
+
+    /// The time handlers act at.
+    public func setTime(_ now: LinkInstant) { clock.withLock { $0 = now } }
+
+    /// What is playing at `now`.
+    public func nowPlaying(at now: LinkInstant) -> NowPlayingInfo {
+        state.withLock { current in
+            guard current.queue.indices.contains(current.index) else {
+                return NowPlayingInfo(state: current.playback == .playing ? .stopped : current.playback, repeatMode: current.repeatMode,
+                                      shuffleMode: current.shuffleMode, appName: appName)
+            }
+            let track = current.queue[current.index]
+            return NowPlayingInfo(
+                itemID: track.persistentID, title: track.title, artist: track.artist, albumTitle: track.album, genre: track.genre,
+                durationMilliseconds: track.durationMilliseconds == 0 ? nil : track.durationMilliseconds,
+                elapsedMilliseconds: Self.elapsed(current, at: now), playbackRate: current.playback == .playing ? current.rate : 0,
+                defaultPlaybackRate: current.rate, queueIndex: UInt32(current.index), queueCount: UInt32(current.queue.count),
+                state: current.playback, repeatMode: current.repeatMode, shuffleMode: current.shuffleMode, appName: appName)
+        }
+    }
+
+    static func elapsed(_ state: State, at now: LinkInstant) -> UInt32 {
+        guard state.playback == .playing, now > state.since else { return state.elapsedBase }
+        let advanced = Double(now.nanoseconds - state.since.nanoseconds) / 1e6 * state.rate
+        return UInt32(min(Double(UInt32.max), Double(state.elapsedBase) + advanced))
+    }
+
+    /// The command center with a handler for every command this app supports.
+    public func commandCenter() -> RemoteCommandCenter {
+        var center = RemoteCommandCenter(supportedRates: supportedRates)
+        let kinds: [RemoteCommand.Kind] = [.play, .pause, .stop, .togglePlayPause, .nextTrack, .previousTrack, .changePlaybackPosition,
+                                           .seekForward, .seekBackward, .skipForward, .skipBackward, .changeRepeatMode,
+                                           .changeShuffleMode, .changePlaybackRate]
+        for kind in kinds { center.register(kind) { [self] command in perform(command) } }
+        return center
+    }
+
+    /// The handlers for like, dislike and bookmark (registering them puts
+    /// the head unit in radio controls).
+    public func registerFeedback(_ center: inout RemoteCommandCenter, _ kinds: [RemoteCommand.Kind] = [.like, .dislike, .bookmark]) {
+        for kind in kinds { center.register(kind) { [self] command in perform(command) } }
+    }
+
+    /// Runs one command against the player.
+    public func perform(_ command: RemoteCommand) -> RequestStatus {
+        let now = clock.withLock { $0 }
+        return state.withLock { current -> RequestStatus in
+            func freeze() {
+                current.elapsedBase = Self.elapsed(current, at: now)
+                current.since = now
+            }
+            let hasItem = current.queue.indices.contains(current.index)
+            switch command {
+            case .play:
+                guard hasItem else { return .noActionableNowPlayingItem }
+                freeze()
+                current.playback = .playing
+            case .pause:
+                guard hasItem else { return .noActionableNowPlayingItem }
+                freeze()
+                current.playback = .paused
+            case .togglePlayPause:
+                guard hasItem else { return .noActionableNowPlayingItem }
+                freeze()
+                current.playback = current.playback == .playing ? .paused : .playing
+            case .stop:
+                // Stop releases the queue; pause keeps it.
+                current.queue = []
+                current.index = 0
+                current.elapsedBase = 0
+                current.since = now
+                current.playback = .stopped
+            case .nextTrack, .previousTrack:
+                guard hasItem else { return .noActionableNowPlayingItem }
+                let step = command == .nextTrack ? 1 : -1
+                var next = current.index + step
+                if !current.queue.indices.contains(next) {
+                    guard current.repeatMode == .all else { return .noSuchContent }
+                    next = step > 0 ? 0 : current.queue.count - 1
+                }
+                current.index = next
+                current.elapsedBase = 0
+                current.since = now
+            case .changePlaybackPosition(let milliseconds):
+                guard hasItem else { return .noActionableNowPlayingItem }
+                let duration = current.queue[current.index].durationMilliseconds
+                guard duration == 0 || milliseconds <= duration else { return .commandFailed }
+                current.elapsedBase = milliseconds
+                current.since = now
+            case .skipForward(let milliseconds), .skipBackward(let milliseconds):
+                guard hasItem else { return .noActionableNowPlayingItem }
+                freeze()
+                let delta = Int(milliseconds) * (command.kind == .skipForward ? 1 : -1)
+                let duration = Int(current.queue[current.index].durationMilliseconds)
+                current.elapsedBase = UInt32(max(0, min(duration == 0 ? Int(UInt32.max) : duration, Int(current.elapsedBase) + delta)))
+            case .seekForward, .seekBackward:
+                guard hasItem else { return .noActionableNowPlayingItem }
+            case .changeRepeatMode(let mode):
+                current.repeatMode = mode
+            case .changeShuffleMode(let mode):
+                // Apply the value given; never toggle our own idea of it.
+                current.shuffleMode = mode
+            case .changePlaybackRate:
+                freeze()
+                let center = RemoteCommandCenter(supportedRates: supportedRates)
+                current.rate = center.nextRate(after: current.rate)
+            case .like(let active), .dislike(let active):
+                guard hasItem else { return .noActionableNowPlayingItem }
+                let id = current.queue[current.index].id
+                if active { current.liked.insert(id) } else { current.liked.remove(id) }
+            case .bookmark(let active):
+                guard hasItem else { return .noActionableNowPlayingItem }
+                let id = current.queue[current.index].id
+                if active { current.bookmarked.insert(id) } else { current.bookmarked.remove(id) }
+            }
+            return .success
+        }
+    }
+
+    /// Pauses (the head unit went away).
+    public func pause(at now: LinkInstant) {
+        state.withLock { current in
+            guard current.playback == .playing else { return }
+            current.elapsedBase = Self.elapsed(current, at: now)
+            current.since = now
+            current.playback = .paused
+        }
+    }
+
+    /// The app's answer to a load, and how long it takes: the sample answers
+    /// local content at once and podcasts after 300 ms, failing the first
+    /// time as a weak network would.
+    public func load(_ request: PhoneMediaRole.LoadRequest, now: LinkInstant) -> (PhoneMediaRole.LoadResult, after: Duration) {
+        switch request {
+        case .tabs:
+            let tabs = [
+                ContentItem(id: "library", kind: .container, text: "Library", imageID: "icon:library"),
+                ContentItem(id: "radio", kind: .container, text: "Radio", imageID: "icon:radio", badge: "LIVE"),
+                ContentItem(id: "recent", kind: .container, text: "Recently Played", imageID: "icon:recent"),
+                ContentItem(id: "podcasts", kind: .container, text: "Podcasts", imageID: "icon:podcasts"),
+            ]
+            return (.page(items: tabs, sections: [], totalCount: tabs.count), .zero)
+        case .children(let container, let offset, let count):
+            return (children(container, offset: offset, count: count), container == "podcasts" ? .milliseconds(300) : .zero)
+        case .play(let itemID, let entry):
+            return (play(itemID, entry: entry, now: now), .milliseconds(20))
+        case .queue(let offset, let count):
+            return state.withLock { current in
+                let items = current.queue.enumerated().dropFirst(offset).prefix(count).map { index, track in
+                    ContentItem(id: track.id, kind: .playable, text: track.title, detailText: track.artist,
+                                playingIndicator: index == current.index ? .leading : .none)
+                }
+                return (.queue(items: items, totalCount: current.queue.count, currentIndex: current.index), .zero)
+            }
+        case .image(let id, let scale):
+            guard let bytes = library.image(id, scale: scale) else { return (.failed(.noSuchContent, "no image \(id)"), .zero) }
+            return (.image(bytes), .zero)
+        }
+    }
+
+    private func children(_ container: String, offset: Int, count: Int) -> PhoneMediaRole.LoadResult {
+        func page(_ items: [ContentItem], sections: [ContentSection] = []) -> PhoneMediaRole.LoadResult {
+            .page(items: Array(items.dropFirst(offset).prefix(count)), sections: sections, totalCount: items.count)
+        }
+        func row(_ track: SampleTrack, section: UInt16 = 0) -> ContentItem {
+            let seconds = track.durationMilliseconds / 1000
+            let detail = track.durationMilliseconds == 0 ? track.artist : "\(track.artist) · \(seconds / 60):\(seconds % 60 < 10 ? "0" : "")\(seconds % 60)"
+            let playing = state.withLock { $0.queue.indices.contains($0.index) && $0.queue[$0.index].id == track.id && $0.playback == .playing }
+            return ContentItem(id: track.id, kind: .playable, text: track.title, detailText: detail,
+                               playingIndicator: playing ? .trailing : .none, section: section)
+        }
+        switch container {
+        case "library":
+            let albums = library.albums.map { ContentItem(id: "album:\($0.id)", kind: .container, text: $0.title, detailText: $0.artist, imageID: $0.imageID) }
+            let covers = ContentItem(id: "covers", kind: .container, text: "Covers", imageRow: .init(title: "Covers", entries: library.albums.map {
+                .init(id: "cover:\($0.id)", imageID: $0.imageID)
+            }))
+            return page([covers] + albums)
+        case "radio":
+            return page(library.stations.map { row($0) })
+        case "recent":
+            let recent = state.withLock { $0.recentlyPlayed }
+            if recent.isEmpty {
+                return page([ContentItem(id: "placeholder", kind: .playable, text: "Nothing played yet", isEnabled: false)],
+                            sections: [ContentSection(id: 0, kind: .empty(text: "Nothing played yet"))])
+            }
+            return page(recent.map { row($0) })
+        case "podcasts":
+            let attempt = state.withLock { current -> Int in
+                current.podcastAttempts += 1
+                return current.podcastAttempts
+            }
+            if attempt == 1 { return .failed(.commandFailed, "the network is unreachable; tap to retry") }
+            return page(library.podcasts.map { row($0) })
+        default:
+            guard container.hasPrefix("album:"), let album = library.album(String(container.dropFirst("album:".count))) else {
+                return .failed(.noSuchContent, "no container \(container)")
+            }
+            let playAll = ContentItem(id: "playall:\(album.id)", kind: .playable, text: "Play all (\(album.tracks.count) items)", section: 0)
+            return page([playAll] + album.tracks.map { row($0, section: 1) },
+                        sections: [ContentSection(id: 0, kind: .playAll(itemCount: UInt32(album.tracks.count))),
+                                   ContentSection(id: 1, kind: .plain(title: album.title))])
+        }
+    }
+
+    private func play(_ itemID: String, entry: String?, now: LinkInstant) -> PhoneMediaRole.LoadResult {
+        var queue: [SampleTrack]
+        var index = 0
+        if itemID.hasPrefix("playall:"), let album = library.album(String(itemID.dropFirst("playall:".count))) {
+            queue = album.tracks
+        } else if itemID == "covers", let entry, entry.hasPrefix("cover:"), let album = library.album(String(entry.dropFirst("cover:".count))) {
+            queue = album.tracks
+        } else if let track = library.track(itemID), track.inBrowseTree {
+            if let album = library.albums.first(where: { $0.tracks.contains(track) }) {
+                queue = album.tracks
+                index = album.tracks.firstIndex(of: track) ?? 0
+            } else {
+                queue = [track]
+            }
+        } else {
+            return .failed(.noSuchContent, "no playable item \(itemID)")
+        }
+        // "Up next" ends with an interlude that is not in the browse tree.
+        queue.append(library.interlude)
+        state.withLock { current in
+            current.queue = queue
+            current.index = index
+            current.elapsedBase = 0
+            current.since = now
+            current.playback = .playing
+            let track = queue[index]
+            current.recentlyPlayed.removeAll { $0.id == track.id }
+            current.recentlyPlayed.insert(track, at: 0)
+        }
+        return .done
+    }
+}
