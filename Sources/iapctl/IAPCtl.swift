@@ -6,8 +6,10 @@ struct IAPCtl: AsyncParsableCommand {
         commandName: "iapctl",
         abstract: "An open iAP-style accessory protocol dev kit: decode traces, test links.",
         discussion: """
-        Start with `iapctl decode`, which decodes a built-in sample trace, then point it
-        at your own traces: hex dumps, raw byte streams or usbmon captures.
+        Start with `iapctl demo`, which runs a phone and a head unit against each
+        other over the in-memory loopback and writes the session as a trace; then
+        `iapctl decode` it, or point `iapctl decode` at your own traces: hex dumps,
+        raw byte streams or usbmon captures.
         `iapctl conformance` runs the link conformance cases over a simulated,
         fault-injecting wire. `iapctl phone` and `iapctl head-unit` run the two
         ends of a link over a transport (loopback, tcp:HOST:PORT,
@@ -15,6 +17,6 @@ struct IAPCtl: AsyncParsableCommand {
         round trips over a live link.
         """,
         version: "0.1.0",
-        subcommands: [Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self]
+        subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self]
     )
 }
