@@ -70,6 +70,7 @@ public struct PhoneMediaRole: Sendable {
         self.commands = commands
         self.offersContent = offersContent
         self.loadTimeout = loadTimeout
+        nowPlaying.appName = appName
     }
 
     public var isConnected: Bool { connection != nil }
@@ -118,6 +119,8 @@ public struct PhoneMediaRole: Sendable {
     public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
         var info = info
         if info.state != .playing { info.playbackRate = 0 }
+        // The head unit shows the app's name whatever is playing.
+        if info.appName == nil { info.appName = appName }
         nowPlaying = info
         nowPlayingAt = now
         guard var current = connection, current.subscribed else { return [] }
@@ -159,7 +162,7 @@ public struct PhoneMediaRole: Sendable {
                 genre: nowPlaying.genre, releaseDate: nowPlaying.releaseDate, durationMilliseconds: nowPlaying.durationMilliseconds,
                 artworkTransferID: nowPlaying.artworkTransferID, elapsedMilliseconds: elapsed(at: now), playbackRate: nowPlaying.playbackRate,
                 defaultPlaybackRate: nowPlaying.defaultPlaybackRate, queueIndex: nowPlaying.queueIndex, queueCount: nowPlaying.queueCount,
-                state: nowPlaying.state, repeatMode: nowPlaying.repeatMode, shuffleMode: nowPlaying.shuffleMode, appName: nowPlaying.appName ?? appName)
+                state: nowPlaying.state, repeatMode: nowPlaying.repeatMode, shuffleMode: nowPlaying.shuffleMode, appName: nowPlaying.appName)
             current.lastSent = (info, now)
             return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info)))]
         case .stopNowPlayingUpdates:

@@ -1,0 +1,423 @@
+import Testing
+import IAPLink
+import IAPRoles
+import IAPWire
+
+/// One test (or more) per item of DOMAIN.md, each failing if the behaviour
+/// were missing. Roles are driven directly: messages go through their wire
+/// encoding so that the message layer is exercised too.
+func wire(_ message: MediaMessage) throws -> MediaMessage {
+    let decoded = try ControlMessage(decoding: try message.controlMessage.encoded())
+    return try #require(try MediaMessage(decoded))
+}
+
+func sent(_ outputs: [PhoneMediaRole.Output]) -> [MediaMessage] {
+    outputs.compactMap { if case .send(let message) = $0 { message } else { nil } }
+}
+
+func sent(_ outputs: [HeadUnitMediaRole.Output]) -> [MediaMessage] {
+    outputs.compactMap { if case .send(let message) = $0 { message } else { nil } }
+}
+
+func loads(_ outputs: [PhoneMediaRole.Output]) -> [(UInt32, PhoneMediaRole.LoadRequest)] {
+    outputs.compactMap { if case .load(let token, let request) = $0 { (token, request) } else { nil } }
+}
+
+let t0 = LinkInstant.zero
+func at(_ milliseconds: Int64) -> LinkInstant { .milliseconds(milliseconds) }
+
+func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeout: Duration = .seconds(5)) -> PhoneMediaRole {
+    PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: offersContent, loadTimeout: timeout)
+}
+
+@Suite struct LifecycleTests {
+    @Test func connectAndDisconnectAreReportedOncePerConnection() {
+        var phone = makePhone()
+        let first = phone.connect(now: t0)
+        #expect(first.filter { if case .connected = $0 { true } else { false } } == [.connected(connection: 1)])
+        #expect(phone.disconnect(now: at(10)).contains(.disconnected(connection: 1)))
+        #expect(phone.disconnect(now: at(20)).isEmpty, "a second disconnect signal must not report again")
+        #expect(phone.connect(now: at(30)).contains(.connected(connection: 2)))
+    }
+
+    @Test func perConnectionStateIsReleasedAtDisconnect() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        _ = phone.receive(try wire(.limits(HeadUnitLimits(maximumTabs: 3, maximumPageSize: 10, maximumImageRowImages: 2, imageScale: 3))), now: t0)
+        _ = phone.receive(try wire(.startNowPlayingUpdates), now: t0)
+        #expect(phone.isSubscribed && phone.limits?.maximumTabs == 3)
+        _ = phone.disconnect(now: at(1))
+        _ = phone.connect(now: at(2))
+        #expect(!phone.isSubscribed, "the subscription leaked into the next connection")
+        #expect(phone.limits == .audioApps, "the previous head unit's limits leaked into the next connection")
+    }
+
+    @Test func playbackPausesOnDisconnect() {
+        let app = SampleApp()
+        var phone = makePhone(app)
+        _ = phone.connect(now: t0)
+        _ = phone.setNowPlaying(NowPlayingInfo(title: "Song", elapsedMilliseconds: 1000, playbackRate: 1, state: .playing), now: t0)
+        let outputs = phone.disconnect(now: at(5000))
+        #expect(outputs.contains(.pausePlayback))
+        #expect(phone.nowPlaying.state == .paused)
+        #expect(phone.nowPlaying.elapsedMilliseconds == 6000)
+        #expect(phone.nowPlaying.playbackRate == 0)
+    }
+
+    @Test func commandsAreAdvertisedBeforeContentIsOffered() {
+        var phone = makePhone()
+        let messages = sent(phone.connect(now: t0))
+        let commandsIndex = messages.firstIndex { if case .advertisedCommands = $0 { true } else { false } }
+        let contentIndex = messages.firstIndex { if case .appInformation(_, true) = $0 { true } else { false } }
+        #expect(commandsIndex != nil && contentIndex != nil)
+        #expect(commandsIndex! < contentIndex!)
+    }
+}
+
+@Suite struct BrowsingTests {
+    @Test func childrenAreLoadedOnlyWhenOpenedAndAlwaysAnswered() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        // Nothing is loaded until the head unit asks.
+        var headUnit = HeadUnitMediaRole()
+        let connectMessages = sent(headUnit.connect(now: t0))
+        #expect(!connectMessages.contains { if case .browseRequest = $0 { true } else { false } })
+        let open = sent(headUnit.open("album:kind-of-blue", now: t0))
+        #expect(headUnit.containers["album:kind-of-blue"]?.loading == true)
+        let request = try wire(try #require(open.first))
+        let outputs = phone.receive(request, now: t0)
+        let (token, load) = try #require(loads(outputs).first)
+        #expect(load == .children(containerID: "album:kind-of-blue", offset: 0, count: 50))
+        // Success.
+        let (result, _) = SampleApp().load(load, now: t0)
+        let answer = try wire(try #require(sent(phone.complete(token: token, with: result, now: at(5))).first))
+        _ = headUnit.receive(answer, now: at(6))
+        #expect(headUnit.containers["album:kind-of-blue"]?.items.count == 6)
+        #expect(headUnit.containers["album:kind-of-blue"]?.isComplete == true)
+    }
+
+    @Test func aSlowDataSourceIsAnsweredWithTimedOut() throws {
+        var phone = makePhone(timeout: .milliseconds(500))
+        _ = phone.connect(now: t0)
+        let outputs = phone.receive(.browseRequest(requestID: 7, containerID: "podcasts", offset: 0, count: 10), now: t0)
+        let (token, _) = try #require(loads(outputs).first)
+        #expect(phone.nextDeadline == at(500))
+        let expired = sent(phone.tick(now: at(500)))
+        guard case .browseResponse(let response)? = expired.first else {
+            Issue.record("no answer on timeout")
+            return
+        }
+        #expect(response.requestID == 7 && response.status == .timedOut)
+        // The app's late answer is dropped: the request was answered once.
+        #expect(phone.complete(token: token, with: .page(items: [], sections: [], totalCount: 0), now: at(600)).isEmpty)
+    }
+
+    @Test func failureAndEmptyAreAnswersToo() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        let first = loads(phone.receive(.browseRequest(requestID: 1, containerID: "x", offset: 0, count: 10), now: t0))[0].0
+        let failed = sent(phone.complete(token: first, with: .failed(.noSuchContent, "gone"), now: t0))
+        #expect(failed == [.browseResponse(BrowseResponse(requestID: 1, status: .noSuchContent, error: "gone"))])
+        let second = loads(phone.receive(.browseRequest(requestID: 2, containerID: "y", offset: 0, count: 10), now: t0))[0].0
+        let empty = sent(phone.complete(token: second, with: .page(items: [], sections: [ContentSection(id: 0, kind: .empty(text: "Nothing here"))], totalCount: 0), now: t0))
+        #expect(empty == [.browseResponse(BrowseResponse(requestID: 2, status: .success, items: [], sections: [ContentSection(id: 0, kind: .empty(text: "Nothing here"))]))])
+    }
+
+    @Test func moreThanFourTabsIsAnErrorNotATruncation() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        let token = loads(phone.receive(.browseRequest(requestID: 3, containerID: "", offset: 0, count: 4), now: t0))[0].0
+        let five = (1...5).map { ContentItem(id: "t\($0)", kind: .container, text: "Tab \($0)") }
+        let answer = sent(phone.complete(token: token, with: .page(items: five, sections: [], totalCount: 5), now: t0))
+        guard case .browseResponse(let response)? = answer.first else { Issue.record("no answer"); return }
+        #expect(response.status == .exceedsLimits && response.items.isEmpty)
+        #expect(response.error?.contains("5 tabs") == true)
+        // A head unit given five tabs by a misbehaving phone shows an error, not four tabs.
+        var headUnit = HeadUnitMediaRole()
+        _ = headUnit.connect(now: t0)
+        let request = sent(headUnit.openRoot(now: t0))[0]
+        guard case .browseRequest(let id, _, _, _) = request else { return }
+        let events = headUnit.receive(.browseResponse(BrowseResponse(requestID: id, status: .success, totalCount: 5, items: five)), now: t0)
+        #expect(headUnit.tabs.isEmpty)
+        #expect(events.contains { if case .event(.browseFailed("", .exceedsLimits, _)) = $0 { true } else { false } })
+    }
+
+    @Test func everyItemFieldSurvivesTheWire() throws {
+        let row = ContentItem.ImageRow(title: "Covers", entries: [.init(id: "c1", imageID: "i1"), .init(id: "c2", imageID: "i2", selectable: false)])
+        let items = [
+            ContentItem(id: "a", kind: .container, text: "Albums", detailText: "12 albums", imageID: "img", accessory: .cloud, badge: "NEW"),
+            ContentItem(id: "b", kind: .playable, text: "Track", detailText: "3:05", playingIndicator: .trailing, appValue: [1, 2, 3], section: 1),
+            ContentItem(id: "c", kind: .playable, text: "Loading…", isEnabled: false),
+            ContentItem(id: "d", kind: .container, text: "Covers", imageRow: row),
+        ]
+        let sections = [ContentSection(id: 0, kind: .loading), ContentSection(id: 1, kind: .playAll(itemCount: 12)),
+                        ContentSection(id: 2, kind: .empty(text: "Nothing played yet")), ContentSection(id: 3, kind: .loadFailed(text: "Tap to retry")),
+                        ContentSection(id: 4, kind: .plain(title: "Albums"))]
+        let response = BrowseResponse(requestID: 9, status: .success, totalCount: 40, offset: 20, items: items, sections: sections)
+        #expect(try wire(.browseResponse(response)) == .browseResponse(response))
+        // Containers get the disclosure indicator by default.
+        #expect(ContentItem(id: "x", kind: .container, text: "X").accessory == .disclosureIndicator)
+    }
+
+    @Test func pagesFollowOffsetAndTotal() throws {
+        var headUnit = HeadUnitMediaRole(limits: HeadUnitLimits(maximumPageSize: 2))
+        _ = headUnit.connect(now: t0)
+        var phone = PhoneMediaRole(appName: "x", commands: SampleApp().commandCenter(), offersContent: true)
+        _ = phone.connect(now: t0)
+        _ = phone.receive(.limits(headUnit.limits), now: t0)
+        let app = SampleApp()
+        func roundTrip(_ outputs: [HeadUnitMediaRole.Output]) throws {
+            for message in sent(outputs) {
+                for (token, load) in loads(phone.receive(try wire(message), now: t0)) {
+                    for answer in sent(phone.complete(token: token, with: app.load(load, now: t0).0, now: t0)) {
+                        _ = headUnit.receive(try wire(answer), now: t0)
+                    }
+                }
+            }
+        }
+        try roundTrip(headUnit.open("album:kind-of-blue", now: t0))
+        #expect(headUnit.containers["album:kind-of-blue"]?.items.count == 2)
+        #expect(headUnit.containers["album:kind-of-blue"]?.totalCount == 6)
+        try roundTrip(headUnit.loadMore("album:kind-of-blue", now: t0))
+        try roundTrip(headUnit.loadMore("album:kind-of-blue", now: t0))
+        #expect(headUnit.containers["album:kind-of-blue"]?.items.map(\.id) == ["playall:kind-of-blue"] + (1...5).map { "kind-of-blue:\($0)" })
+        #expect(headUnit.containers["album:kind-of-blue"]?.isComplete == true)
+        // Asking for more than the stated page size is refused, not cut.
+        let refused = sent(phone.receive(.browseRequest(requestID: 99, containerID: "library", offset: 0, count: 3), now: t0))
+        guard case .browseResponse(let response)? = refused.first else { Issue.record("no refusal"); return }
+        #expect(response.status == .exceedsLimits)
+    }
+
+    @Test func imageRowsBeyondTheStatedLimitAreRefused() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        _ = phone.receive(.limits(HeadUnitLimits(maximumImageRowImages: 2)), now: t0)
+        let token = loads(phone.receive(.browseRequest(requestID: 4, containerID: "library", offset: 0, count: 10), now: t0))[0].0
+        let (result, _) = SampleApp().load(.children(containerID: "library", offset: 0, count: 10), now: t0)
+        guard case .browseResponse(let response)? = sent(phone.complete(token: token, with: result, now: t0)).first else { return }
+        #expect(response.status == .exceedsLimits)
+        #expect(response.error?.contains("3 images") == true)
+    }
+
+    @Test func selectionShowsASpinnerUntilCompletedOnEveryPath() throws {
+        var headUnit = HeadUnitMediaRole(requestTimeout: .seconds(2))
+        _ = headUnit.connect(now: t0)
+        guard case .playItem(let id, _, _)? = sent(headUnit.select("kind-of-blue:3", now: t0)).first else { return }
+        #expect(headUnit.selecting == "kind-of-blue:3")
+        _ = headUnit.receive(.requestStatus(requestID: id, .noSuchContent, error: "gone"), now: at(10))
+        #expect(headUnit.selecting == nil)
+        // And when the phone never answers.
+        _ = headUnit.select("kind-of-blue:4", now: at(20))
+        let timedOut = headUnit.tick(now: at(2020))
+        #expect(headUnit.selecting == nil)
+        #expect(timedOut.contains(.event(.selection(itemID: "kind-of-blue:4", .timedOut))))
+    }
+
+    @Test func aFailedLoadCanBeRetried() throws {
+        var headUnit = HeadUnitMediaRole()
+        _ = headUnit.connect(now: t0)
+        guard case .browseRequest(let id, _, _, _)? = sent(headUnit.open("podcasts", now: t0)).first else { return }
+        _ = headUnit.receive(.browseResponse(BrowseResponse(requestID: id, status: .commandFailed, error: "offline")), now: at(1))
+        #expect(headUnit.containers["podcasts"]?.failure == "offline")
+        #expect(headUnit.containers["podcasts"]?.loading == false)
+        let retry = sent(headUnit.retry("podcasts", now: at(2)))
+        #expect(retry.count == 1)
+        #expect(headUnit.containers["podcasts"]?.loading == true && headUnit.containers["podcasts"]?.failure == nil)
+    }
+
+    @Test func animatedImagesAreRefusedAndScaleIsHonoured() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        let app = SampleApp()
+        let gifToken = loads(phone.receive(.imageRequest(requestID: 1, imageID: "art:animated", scale: 2), now: t0))[0]
+        let refused = sent(phone.complete(token: gifToken.0, with: app.load(gifToken.1, now: t0).0, now: t0))
+        #expect(refused == [.imageResponse(requestID: 1, .commandFailed, transferID: nil, error: "animated images (GIF) are not allowed")])
+        let pngToken = loads(phone.receive(.imageRequest(requestID: 2, imageID: "art:kind-of-blue", scale: 3), now: t0))[0]
+        #expect(pngToken.1 == .image(id: "art:kind-of-blue", scale: 3))
+        let outputs = phone.complete(token: pngToken.0, with: app.load(pngToken.1, now: t0).0, now: t0)
+        guard case .transferFile(_, let bytes)? = outputs.last else { Issue.record("no file transfer"); return }
+        // Width in the PNG header follows the scale (60 points x 3).
+        #expect(Array(bytes[16..<20]) == [0, 0, 0, 180])
+    }
+}
+
+@Suite struct NowPlayingTests {
+    @Test func everyPublishedFieldSurvivesTheWire() throws {
+        let info = NowPlayingInfo(itemID: 9, title: "T", artist: "A", albumTitle: "Al", genre: "G", releaseDate: "1959-08-17",
+                                  durationMilliseconds: 300_000, artworkTransferID: 4, elapsedMilliseconds: 1234, playbackRate: 1.5,
+                                  defaultPlaybackRate: 1.5, queueIndex: 2, queueCount: 9, state: .interrupted, repeatMode: .one,
+                                  shuffleMode: .collections, appName: "App")
+        guard case .nowPlayingUpdate(let update) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: info))) else { return }
+        #expect(update.applied(to: NowPlayingInfo()) == info)
+        for state in [NowPlayingInfo.PlaybackState.unknown, .playing, .paused, .stopped, .interrupted] {
+            var copy = info
+            copy.state = state
+            guard case .nowPlayingUpdate(let back) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: copy))) else { return }
+            #expect(back.applied(to: NowPlayingInfo()).state == state)
+        }
+    }
+
+    @Test func elapsedTimeIsInferredForAnyMoment() throws {
+        var model = NowPlayingModel()
+        model.apply(NowPlayingUpdate(full: NowPlayingInfo(durationMilliseconds: 10_000, elapsedMilliseconds: 1000, playbackRate: 2, state: .playing)), at: at(100))
+        #expect(model.elapsed(at: at(100)) == 1000)
+        #expect(model.elapsed(at: at(1100)) == 3000)
+        #expect(model.elapsed(at: at(60_000)) == 10_000, "elapsed never passes the duration")
+        model.apply(NowPlayingUpdate(full: NowPlayingInfo(elapsedMilliseconds: 5000, playbackRate: 0, state: .paused)), at: at(2000))
+        #expect(model.elapsed(at: at(9000)) == 5000)
+    }
+
+    @Test func updatesOnlyOnMeaningfulChangesNeverAsAClockTick() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        var info = NowPlayingInfo(itemID: 1, title: "A", durationMilliseconds: 600_000, elapsedMilliseconds: 0, playbackRate: 1, state: .playing)
+        _ = phone.setNowPlaying(info, now: t0)
+        #expect(sent(phone.receive(.startNowPlayingUpdates, now: t0)).count == 1)
+        // Time passes as predicted: no update.
+        for second in 1...30 {
+            info.elapsedMilliseconds = UInt32(second * 1000)
+            #expect(phone.setNowPlaying(info, now: at(Int64(second) * 1000)).isEmpty, "update sent as a clock tick at \(second) s")
+        }
+        // Pause, resume, seek, rate change, track change, stop: each one update.
+        info.state = .paused
+        #expect(sent(phone.setNowPlaying(info, now: at(30_000))).count == 1)
+        #expect(phone.nowPlaying.playbackRate == 0, "rate must be 0 while not playing")
+        info.state = .playing
+        info.playbackRate = 1
+        #expect(sent(phone.setNowPlaying(info, now: at(31_000))).count == 1)
+        info.elapsedMilliseconds = 200_000
+        #expect(sent(phone.setNowPlaying(info, now: at(31_500))).count == 1, "a seek must be sent")
+        info.playbackRate = 2
+        #expect(sent(phone.setNowPlaying(info, now: at(31_500))).count == 1)
+        info.itemID = 2
+        info.title = "B"
+        info.elapsedMilliseconds = 0
+        #expect(sent(phone.setNowPlaying(info, now: at(32_000))).count == 1)
+        info.state = .stopped
+        #expect(sent(phone.setNowPlaying(info, now: at(33_000))).count == 1)
+    }
+
+    @Test func theNowPlayingScreenIsConfiguredAtConnect() {
+        var headUnit = HeadUnitMediaRole()
+        let messages = sent(headUnit.connect(now: t0))
+        #expect(messages.contains(.startNowPlayingUpdates))
+        #expect(messages.contains { if case .limits = $0 { true } else { false } })
+    }
+
+    @Test func upNextMayHoldItemsOutsideTheBrowseTree() throws {
+        let app = SampleApp()
+        app.setTime(t0)
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
+        guard case .queue(let items, let total, let current) = app.load(.queue(offset: 0, count: 20), now: t0).0 else { return }
+        #expect(total == 6 && current == 0)
+        #expect(items.last?.id == "interlude")
+        #expect(app.library.track("interlude")?.inBrowseTree == false)
+    }
+
+    @Test func theAppNameIsShown() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        guard case .nowPlayingUpdate(let update) = try wire(sent(phone.receive(.startNowPlayingUpdates, now: t0))[0]) else { return }
+        #expect(update.applied(to: NowPlayingInfo()).appName == "iap-devkit Music")
+    }
+}
+
+@Suite struct RemoteCommandTests {
+    static let all: [RemoteCommand] = [
+        .play, .pause, .stop, .togglePlayPause, .nextTrack, .previousTrack, .changePlaybackPosition(milliseconds: 61_000),
+        .seekForward(begin: true), .seekForward(begin: false), .seekBackward(begin: true), .skipForward(milliseconds: 15_000),
+        .skipBackward(milliseconds: 15_000), .changeRepeatMode(.one), .changeRepeatMode(.all), .changeShuffleMode(.collections),
+        .changePlaybackRate, .like(true), .dislike(false), .bookmark(true),
+    ]
+
+    @Test func everyCommandCarriesItsValueAcrossTheWire() throws {
+        for command in Self.all {
+            #expect(try wire(.remoteCommand(requestID: 5, command)) == .remoteCommand(requestID: 5, command))
+        }
+        #expect(Set(Self.all.map(\.kind)) == Set(RemoteCommand.Kind.allCases))
+    }
+
+    @Test func everyCommandIsAnsweredWithAStatus() throws {
+        let app = SampleApp()
+        var phone = makePhone(app)
+        _ = phone.connect(now: t0)
+        // No item yet: commands that need one say so.
+        #expect(sent(phone.receive(.remoteCommand(requestID: 1, .pause), now: t0)) == [.requestStatus(requestID: 1, .noActionableNowPlayingItem, error: nil)])
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
+        #expect(sent(phone.receive(.remoteCommand(requestID: 2, .pause), now: t0)) == [.requestStatus(requestID: 2, .success, error: nil)])
+        // A command not registered fails rather than being ignored.
+        #expect(sent(phone.receive(.remoteCommand(requestID: 3, .like(true)), now: t0)) == [.requestStatus(requestID: 3, .commandFailed, error: nil)])
+        for status in RequestStatus.allCases {
+            #expect(try wire(.requestStatus(requestID: 4, status, error: "x")) == .requestStatus(requestID: 4, status, error: "x"))
+        }
+    }
+
+    @Test func modeCommandsApplyTheValueGivenNeverToggle() throws {
+        let app = SampleApp()
+        var phone = makePhone(app)
+        _ = phone.connect(now: t0)
+        // A legacy head unit sends "change shuffle mode" once right after connecting: apply it as given.
+        _ = phone.receive(.remoteCommand(requestID: 1, .changeShuffleMode(.off)), now: t0)
+        #expect(app.snapshot.shuffleMode == .off)
+        _ = phone.receive(.remoteCommand(requestID: 2, .changeShuffleMode(.items)), now: t0)
+        _ = phone.receive(.remoteCommand(requestID: 3, .changeShuffleMode(.items)), now: t0)
+        #expect(app.snapshot.shuffleMode == .items, "the same value twice must not toggle")
+        _ = phone.receive(.remoteCommand(requestID: 4, .changeRepeatMode(.one)), now: t0)
+        _ = phone.receive(.remoteCommand(requestID: 5, .changeRepeatMode(.one)), now: t0)
+        #expect(app.snapshot.repeatMode == .one)
+    }
+
+    @Test func radioControlsFollowTheAdvertisedSetNotTheEnabledFlag() throws {
+        let app = SampleApp()
+        var phone = makePhone(app)
+        var headUnit = HeadUnitMediaRole()
+        func deliver(_ outputs: [PhoneMediaRole.Output]) throws {
+            for message in sent(outputs) { _ = headUnit.receive(try wire(message), now: t0) }
+        }
+        try deliver(phone.connect(now: t0))
+        #expect(!headUnit.radioControls)
+        #expect(headUnit.buttons.contains(.previousTrack))
+        try deliver(phone.updateCommands { app.registerFeedback(&$0) })
+        #expect(headUnit.radioControls)
+        #expect(!headUnit.buttons.contains(.previousTrack), "radio controls have no previous-track button")
+        try deliver(phone.updateCommands { center in for kind in [RemoteCommand.Kind.like, .dislike, .bookmark] { center.setEnabled(kind, false) } })
+        #expect(headUnit.radioControls, "disabling alone must not switch back")
+        try deliver(phone.updateCommands { center in for kind in [RemoteCommand.Kind.like, .dislike, .bookmark] { center.withdraw(kind) } })
+        #expect(!headUnit.radioControls)
+        #expect(headUnit.buttons.contains(.previousTrack))
+    }
+
+    @Test func theRateButtonStepsAndWrapsFromFastestToSlowest() throws {
+        let app = SampleApp(supportedRates: [1.0, 1.5, 2.0])
+        var phone = makePhone(app)
+        _ = phone.connect(now: t0)
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
+        var rates: [Double] = []
+        for request in 1...4 as ClosedRange<UInt32> {
+            _ = phone.receive(.remoteCommand(requestID: request, .changePlaybackRate), now: t0)
+            rates.append(app.snapshot.rate)
+        }
+        #expect(rates == [1.5, 2.0, 1.0, 1.5])
+        #expect(RemoteCommandCenter(supportedRates: [2, 0.5, 1]).nextRate(after: 2) == 0.5)
+    }
+
+    @Test func stopReleasesTheQueuePauseKeepsIt() {
+        let app = SampleApp()
+        app.setTime(t0)
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
+        #expect(app.perform(.pause) == .success)
+        #expect(app.snapshot.queue.count == 6)
+        #expect(app.perform(.stop) == .success)
+        #expect(app.snapshot.queue.isEmpty)
+        #expect(app.perform(.play) == .noActionableNowPlayingItem)
+    }
+
+    @Test func headUnitCommandsTimeOutAndSayStatus() {
+        var headUnit = HeadUnitMediaRole(requestTimeout: .seconds(1))
+        _ = headUnit.connect(now: t0)
+        guard case .remoteCommand(let id, _)? = sent(headUnit.send(.nextTrack, now: t0)).first else { return }
+        #expect(headUnit.receive(.requestStatus(requestID: id, .deviceNotFound, error: nil), now: at(5)) == [.event(.commandStatus(.nextTrack, .deviceNotFound))])
+        _ = headUnit.send(.play, now: at(10))
+        #expect(headUnit.tick(now: at(1010)) == [.event(.commandStatus(.play, .timedOut))])
+    }
+}
