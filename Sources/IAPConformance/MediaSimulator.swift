@@ -230,7 +230,7 @@ public struct MediaSimulator: Sendable {
             case .send(let message): sendControl(message.controlMessage, from: .accessory)
             case .event(let event):
                 headUnitEvents.append(event)
-                note("head unit", Self.describe(event, headUnit: headUnit, now: link.now))
+                note("head unit", MediaEventText.describe(event, headUnit: headUnit, now: link.now))
             }
         }
     }
@@ -247,33 +247,4 @@ public struct MediaSimulator: Sendable {
         }
     }
 
-    static func describe(_ event: HeadUnitMediaRole.Event, headUnit: HeadUnitMediaRole, now: LinkInstant) -> String {
-        switch event {
-        case .appInformation(let name, let content): return "app \"\(name)\"\(content ? " with a content tree" : "")"
-        case .controlsChanged(let radio, let advertised):
-            return "\(radio ? "radio" : "standard") controls: " + headUnit.buttons.map(\.description).joined(separator: ", ")
-                + " (\(advertised.count) commands advertised)"
-        case .tabs(let tabs): return "tabs: " + tabs.map { $0.text + ($0.badge.map { " [\($0)]" } ?? "") }.joined(separator: " | ")
-        case .page(let container):
-            let state = headUnit.containers[container]
-            let rows = (state?.items ?? []).prefix(8).map { item -> String in
-                var text = item.text
-                if let detail = item.detailText { text += " — \(detail)" }
-                if !item.isEnabled { text += " (disabled)" }
-                if item.playingIndicator != .none { text += " ▶" }
-                if let row = item.imageRow { text += " [\(row.entries.count) images]" }
-                return text
-            }
-            return "\(container): \(state?.items.count ?? 0) of \(state?.totalCount ?? 0) rows: " + rows.joined(separator: "; ")
-        case .browseFailed(let container, let status, let reason): return "\(container.isEmpty ? "root" : container) failed (\(status)): \(reason)"
-        case .selection(let item, let status): return "selected \(item): \(status)"
-        case .commandStatus(let command, let status): return "\(command.kind): \(status)"
-        case .nowPlaying(let info):
-            let elapsed = headUnit.nowPlaying.elapsed(at: now)
-            return "now playing: \(info.title ?? "nothing") — \(info.artist ?? "") [\(info.state), \(elapsed / 1000) s of \((info.durationMilliseconds ?? 0) / 1000) s, rate \(info.playbackRate), repeat \(info.repeatMode), shuffle \(info.shuffleMode)]"
-        case .queue(let queue):
-            return "up next (\(queue.status)): " + queue.items.map { ($0.playingIndicator != .none ? "▶ " : "") + $0.text }.joined(separator: ", ")
-        case .image(let image, let status, let transfer): return "image \(image): \(status)\(transfer.map { ", file transfer \($0)" } ?? "")"
-        }
-    }
 }

@@ -79,6 +79,9 @@ public struct PhoneIdentificationRole: Sendable {
 /// identity, then subscribes to now playing and logs each update.
 public struct HeadUnitIdentificationRole: Sendable {
     public let identity: AccessoryIdentity
+    /// Subscribe to now playing itself once accepted (off when the media
+    /// role, which does it on connect, runs on top).
+    public var subscribesToNowPlaying = true
     public private(set) var identified = false
     public private(set) var nowPlaying: [InterpretedParameter] = []
     public private(set) var updates = 0
@@ -99,6 +102,7 @@ public struct HeadUnitIdentificationRole: Sendable {
             return [.send(identity.message), .log("sent IdentificationInformation as \(identity.name)")]
         case MessageID.identificationAccepted:
             identified = true
+            guard subscribesToNowPlaying else { return [.log("identification accepted")] }
             let start = ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
                 (try? .group(0, Self.wantedMediaItem.map { .none($0) })) ?? .none(0),
                 (try? .group(1, Self.wantedPlayback.map { .none($0) })) ?? .none(1),
@@ -143,8 +147,9 @@ extension AccessoryIdentity {
         name: "iap-devkit head unit", modelIdentifier: "DK-HU1", manufacturer: "iap-devkit", serialNumber: "DK-0001",
         firmwareVersion: "0.1.0", hardwareVersion: "sim", messagesSent: [
             MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, 0x6800, 0x6802, 0x6803,
-        ] + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
-        messagesReceived: [MessageID.nowPlayingUpdate], powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,
+        ] + MediaMessage.headUnitSends.filter { $0 != MessageID.startNowPlayingUpdates && $0 != MessageID.stopNowPlayingUpdates }
+            + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
+        messagesReceived: MediaMessage.phoneSends, powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,
         currentLanguage: "en", supportedLanguages: ["en", "de"], transportComponent: .usbHost(id: 1, name: "iAP2 over USB"))
 }
 

@@ -99,8 +99,8 @@ extension Conformance {
             throw ValidationError("--case selects simulated cases; with --against every real-time case runs in order (\(AgainstSuite.caseNames.joined(separator: ", ")))")
         }
         let (transport, other) = try openTransports(spec)
-        let responder = other.map { EndSession(kind: .phone, transport: $0) { _ in } }
-        try responder?.driver.start()
+        let responder = other.map { MediaEndpoint(kind: .phone, transport: $0) { _ in } }
+        try responder?.start()
         let responderLoop = Task { [responder] in await responder?.run() }
         let width = AgainstSuite.caseNames.map(\.count).max() ?? 0
         let json = self.json

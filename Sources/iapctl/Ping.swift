@@ -46,14 +46,14 @@ struct Ping: AsyncParsableCommand {
         let quiet = json
         let (transport, other) = try openTransports(options.transport)
         let answers = AnswerBox()
-        let end = EndSession(kind: .pinger, transport: transport) { line in if !quiet { logger("ping", line) } }
+        let end = MediaEndpoint(kind: .pinger, transport: transport) { line in if !quiet { logger("ping", line) } }
         end.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
         }
-        let responder = other.map { EndSession(kind: .responder, transport: $0) { _ in } }
+        let responder = other.map { MediaEndpoint(kind: .responder, transport: $0) { _ in } }
         do {
-            try responder?.driver.start()
-            try end.driver.start()
+            try responder?.start()
+            try end.start()
         } catch {
             throw ValidationError(error.description)
         }
@@ -82,7 +82,7 @@ struct Ping: AsyncParsableCommand {
         for sequence in 1...count {
             let sent = MonotonicClock.now()
             answers.expect(UInt32(sequence))
-            await end.send(DiagnosticPing.request(sequence: UInt32(sequence), size: size))
+            end.sendFromOutside(DiagnosticPing.request(sequence: UInt32(sequence), size: size))
             var answeredAt: Int64?
             while answeredAt == nil {
                 answeredAt = answers.answer(UInt32(sequence))?.nanoseconds

@@ -1,0 +1,166 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import IAPLink
+import IAPRoles
+
+/// The head unit's shell: a line in, role actions and text out.
+struct HeadUnitShell {
+    /// The container shown (`""` is the tabs).
+    private(set) var path: [String] = [""]
+    private(set) var quit = false
+    var watchUntil: LinkInstant?
+    var lastWatch: LinkInstant?
+
+
+    static let help = [
+        "ls                    list the current level (tabs at the root)",
+        "cd N | cd .. | cd /   open row N, go up, go to the tabs",
+        "more, retry           load the next page; retry a failed load",
+        "play N                select row N; play alone sends the play command",
+        "pause, next, prev, stop, toggle",
+        "seek SECONDS          jump to a position; skip SECONDS / back SECONDS move by an interval",
+        "repeat off|one|all, shuffle off|songs|albums, rate (steps through the phone's rates)",
+        "like, unlike, dislike, bookmark (the phone must offer them)",
+        "queue                 up next",
+        "np, watch [SECONDS]   now playing, once or every second",
+        "art N                 fetch row N's image over the file-transfer session",
+        "buttons               the transport buttons shown now",
+        "quit",
+    ]
+
+    var current: String { path.last ?? "" }
+
+    mutating func execute(_ line: String, role: inout HeadUnitMediaRole, now: LinkInstant) -> ([HeadUnitMediaRole.Output], [String]) {
+        let words = line.split(separator: " ").map(String.init)
+        guard let verb = words.first?.lowercased() else { return ([], []) }
+        let argument = words.dropFirst().joined(separator: " ")
+        let text = ["> " + line]
+        func row(_ index: String) -> ContentItem? {
+            guard let number = Int(index) else { return nil }
+            let items = current.isEmpty ? role.tabs : role.containers[current]?.items ?? []
+            return items.indices.contains(number - 1) ? items[number - 1] : nil
+        }
+        func seconds(_ value: String) -> UInt32? { Double(value).map { UInt32(max(0, $0) * 1000) } }
+        switch verb {
+        case "help", "?":
+            return ([], text + Self.help)
+        case "ls":
+            return ([], text + listing(role))
+        case "cd":
+            switch argument {
+            case "/":
+                path = [""]
+                return (role.tabs.isEmpty ? role.openRoot(now: now) : [], text + listing(role))
+            case "..":
+                if path.count > 1 { path.removeLast() }
+                return ([], text + listing(role))
+            case "":
+                return ([], text + ["cd needs a row number, .. or /"])
+            default:
+                guard let item = row(argument) else { return ([], text + ["no row \(argument) here; `ls` lists them"]) }
+                guard item.kind == .container else { return ([], text + ["\(item.text) is not a container; `play \(argument)` plays it"]) }
+                path.append(item.id)
+                return (role.open(item.id, now: now), text)
+            }
+        case "more":
+            return (role.loadMore(current, now: now), text)
+        case "retry":
+            return (role.retry(current, now: now), text)
+        case "play":
+            if argument.isEmpty { return (role.send(.play, now: now), text) }
+            guard let item = row(argument) else { return ([], text + ["no row \(argument) here"]) }
+            guard item.isEnabled else { return ([], text + ["\(item.text) is shown but cannot be selected"]) }
+            if let entry = item.imageRow?.entries.first(where: \.selectable) {
+                return (role.select(item.id, imageRowEntryID: entry.id, now: now), text)
+            }
+            return (role.select(item.id, now: now), text)
+        case "pause": return (role.send(.pause, now: now), text)
+        case "toggle": return (role.send(.togglePlayPause, now: now), text)
+        case "stop": return (role.send(.stop, now: now), text)
+        case "next": return (role.send(.nextTrack, now: now), text)
+        case "prev", "previous": return (role.send(.previousTrack, now: now), text)
+        case "seek":
+            guard let position = seconds(argument) else { return ([], text + ["seek needs a position in seconds"]) }
+            return (role.send(.changePlaybackPosition(milliseconds: position), now: now), text)
+        case "skip", "back":
+            guard let interval = seconds(argument.isEmpty ? "15" : argument) else { return ([], text + ["\(verb) takes seconds"]) }
+            return (role.send(verb == "skip" ? .skipForward(milliseconds: interval) : .skipBackward(milliseconds: interval), now: now), text)
+        case "repeat":
+            let modes: [String: RepeatMode] = ["off": .off, "one": .one, "all": .all]
+            guard let mode = modes[argument] else { return ([], text + ["repeat off, one or all"]) }
+            return (role.send(.changeRepeatMode(mode), now: now), text)
+        case "shuffle":
+            let modes: [String: ShuffleMode] = ["off": .off, "songs": .items, "items": .items, "albums": .collections, "collections": .collections]
+            guard let mode = modes[argument] else { return ([], text + ["shuffle off, songs or albums"]) }
+            return (role.send(.changeShuffleMode(mode), now: now), text)
+        case "rate": return (role.send(.changePlaybackRate, now: now), text)
+        case "like": return (role.send(.like(true), now: now), text)
+        case "unlike": return (role.send(.like(false), now: now), text)
+        case "dislike": return (role.send(.dislike(true), now: now), text)
+        case "bookmark": return (role.send(.bookmark(true), now: now), text)
+        case "queue": return (role.requestQueue(now: now), text)
+        case "np":
+            return ([], text + [MediaEventText.nowPlayingLine(role, now: now)])
+        case "watch":
+            let duration = Double(argument) ?? 5
+            watchUntil = now + .milliseconds(Int64(duration * 1000))
+            lastWatch = nil
+            return ([], text)
+        case "art":
+            guard let item = row(argument), let image = item.imageID ?? item.imageRow?.entries.first?.imageID else {
+                return ([], text + ["row \(argument) has no image"])
+            }
+            return (role.requestImage(image, now: now), text)
+        case "buttons":
+            return ([], text + ["\(role.radioControls ? "radio" : "standard") controls: " + role.buttons.map(\.description).joined(separator: ", ")])
+        case "quit", "exit":
+            quit = true
+            return ([], text)
+        default:
+            return ([], text + ["unknown command \(verb); `help` lists them"])
+        }
+    }
+
+    func listing(_ role: HeadUnitMediaRole) -> [String] {
+        if current.isEmpty {
+            if role.tabs.isEmpty { return ["(no tabs yet: `cd /` asks for them)"] }
+            return role.tabs.enumerated().map { "  \($0.offset + 1). \($0.element.text)" + ($0.element.badge.map { " [\($0)]" } ?? "") }
+        }
+        guard let state = role.containers[current] else { return ["(not loaded)"] }
+        if state.loading { return ["(loading…)"] }
+        if let failure = state.failure { return ["(failed: \(failure); `retry`)"] }
+        var lines = state.items.enumerated().map { index, item -> String in
+            var line = "  \(index + 1). \(item.text)"
+            if let detail = item.detailText { line += " — \(detail)" }
+            if item.kind == .container { line += " ›" }
+            if item.playingIndicator != .none { line += " ▶" }
+            if !item.isEnabled { line += " (disabled)" }
+            if let images = item.imageRow { line += " [\(images.entries.count) images]" }
+            return line
+        }
+        if state.items.count < state.totalCount { lines.append("  … \(state.totalCount - state.items.count) more (`more`)") }
+        return lines
+    }
+}
+
+/// Standard input, line by line, on its own thread (a blocking read never
+/// runs on Swift concurrency's pool). `nil` marks the end.
+enum StandardInputLines {
+    static func start(_ deliver: @escaping @Sendable (String?) -> Void) {
+        let box = Unmanaged.passRetained(LineSink(deliver))
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            let sink = Unmanaged<LineSink>.fromOpaque(context!).takeRetainedValue()
+            while let line = readLine() { sink.deliver(line) }
+            sink.deliver(nil)
+            return nil
+        }, box.toOpaque())
+        if result == 0 { pthread_detach(thread) } else { box.release(); deliver(nil) }
+    }
+
+    final class LineSink: Sendable {
+        let deliver: @Sendable (String?) -> Void
+        init(_ deliver: @escaping @Sendable (String?) -> Void) { self.deliver = deliver }
+    }
+}
