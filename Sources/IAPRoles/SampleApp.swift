@@ -3,7 +3,7 @@ import IAPWire
 import Synchronization
 
 /// A track of the sample library.
-public struct SampleTrack: Hashable, Sendable {
+public struct SampleTrack: Hashable, Sendable, Codable {
     public var id: String
     public var persistentID: UInt64
     public var title: String
@@ -49,8 +49,8 @@ public struct SampleTrack: Hashable, Sendable {
 /// albums with a "play all" section, radio stations, a "recently played"
 /// list that starts with a disabled placeholder, and a podcasts tab whose
 /// first load fails as it would on a weak network (the retry works).
-public struct SampleLibrary: Hashable, Sendable {
-    public struct Album: Hashable, Sendable {
+public struct SampleLibrary: Hashable, Sendable, Codable {
+    public struct Album: Hashable, Sendable, Codable {
         public var id: String
         public var title: String
         public var artist: String
@@ -90,6 +90,29 @@ public struct SampleLibrary: Hashable, Sendable {
             interlude: SampleTrack(id: "interlude", persistentID: 0x494E_0001, title: "Station interlude", artist: "iap-devkit",
                                    album: "Up next", genre: "Spoken", durationMilliseconds: 15_000, inBrowseTree: false))
     }()
+
+    public init(albums: [Album], stations: [SampleTrack], podcasts: [SampleTrack], interlude: SampleTrack) {
+        self.albums = albums
+        self.stations = stations
+        self.podcasts = podcasts
+        self.interlude = interlude
+    }
+
+    /// Every way this library breaks what the roles rely on, in words
+    /// (duplicate ids, empty titles), checked when a library file is loaded.
+    public var problems: [String] {
+        var problems: [String] = []
+        var seen = Set<String>()
+        for track in albums.flatMap(\.tracks) + stations + podcasts + [interlude] where !seen.insert(track.id).inserted {
+            problems.append("track id \"\(track.id)\" is used twice")
+        }
+        for album in albums {
+            if album.id.isEmpty || album.title.isEmpty { problems.append("an album needs an id and a title") }
+            if album.tracks.isEmpty { problems.append("album \"\(album.id)\" has no tracks") }
+        }
+        if Set(albums.map(\.id)).count != albums.count { problems.append("album ids are not unique") }
+        return problems
+    }
 
     public func album(_ id: String) -> Album? { albums.first { $0.id == id } }
     public func track(_ id: String) -> SampleTrack? {

@@ -56,13 +56,15 @@ func secondsText(_ value: Double) -> String {
 
 /// Runs one role, and for loopback its counterpart too. The head unit reads
 /// shell lines from standard input (a person, or a script).
-func runRole(_ kind: EndKind, options: TransportOptions, once: Bool) async throws {
+func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard) async throws {
     let logger = Logger()
     let (transport, other) = try openTransports(options.transport)
     let interactive = isatty(0) == 1
-    let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once) { logger(kind.rawValue, $0) }
+    let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library) { logger(kind.rawValue, $0) }
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
-    let counterpart = other.map { MediaEndpoint(kind: counterpartKind, transport: $0, shell: counterpartKind == .headUnit) { logger(counterpartKind.rawValue, $0) } }
+    let counterpart = other.map {
+        MediaEndpoint(kind: counterpartKind, transport: $0, shell: counterpartKind == .headUnit, library: library) { logger(counterpartKind.rawValue, $0) }
+    }
     let headUnit = kind == .headUnit ? end : counterpart
     // The head unit is done after its first now-playing update with --once;
     // otherwise when its shell has quit (or its script ended and every
@@ -111,14 +113,27 @@ struct Phone: AsyncParsableCommand {
         Examples:
           iapctl phone --transport tcp-listen:127.0.0.1:7000
           iapctl phone --transport serial:/dev/ttyUSB0@115200
+          iapctl phone --library my-library.json --transport tcp-listen:0.0.0.0:7000
           iapctl phone                        # with an in-process head unit
         """
     )
 
     @OptionGroup var options: TransportOptions
 
+    @Option(help: "Serve this library (JSON, format in Docs/Messages.md) instead of the built-in one.")
+    var library: String?
+
+    @Flag(help: "Print the built-in library as JSON (a starting point for --library) and exit.")
+    var printLibrary = false
+
     func run() async throws {
-        try await runRole(.phone, options: options, once: false)
+        if printLibrary {
+            print(try LibraryFile.example())
+            return
+        }
+        var served = SampleLibrary.standard
+        if let library { served = try LibraryFile.load(library) }
+        try await runRole(.phone, options: options, once: false, library: served)
     }
 }
 

@@ -46,7 +46,7 @@ final class MediaEndpoint: @unchecked Sendable {
     private(set) var everUp = false
     private var phoneIdentification = PhoneIdentificationRole()
     private var headIdentification = HeadUnitIdentificationRole()
-    let app = SampleApp()
+    let app: SampleApp
     private(set) var phone: PhoneMediaRole
     private(set) var headUnit = HeadUnitMediaRole()
     private var mediaConnected = false
@@ -60,8 +60,10 @@ final class MediaEndpoint: @unchecked Sendable {
     /// Whether to stop, checked after every input.
     var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
 
-    init(kind: EndKind, transport: Transport, shell: Bool = false, log: @escaping @Sendable (String) -> Void) {
+    init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard,
+         log: @escaping @Sendable (String) -> Void) {
         self.kind = kind
+        app = SampleApp(library: library)
         self.log = log
         driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport)
         (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
