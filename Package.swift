@@ -7,6 +7,9 @@ let package = Package(
         .library(name: "IAPWire", targets: ["IAPWire"]),
         .library(name: "IAPTrace", targets: ["IAPTrace"]),
         .library(name: "IAPLink", targets: ["IAPLink"]),
+        .library(name: "IAPTransport", targets: ["IAPTransport"]),
+        .library(name: "IAPRoles", targets: ["IAPRoles"]),
+        .library(name: "IAPConformance", targets: ["IAPConformance"]),
         .executable(name: "iapctl", targets: ["iapctl"]),
     ],
     dependencies: [

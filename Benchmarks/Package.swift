@@ -26,6 +26,19 @@ let package = Package(
             path: "Benchmarks/LinkDecode",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The message layer and roles: browse round trip, now-playing updates.
+        .executableTarget(
+            name: "MediaRoles",
+            dependencies: [
+                .product(name: "IAPConformance", package: "iap-devkit"),
+                .product(name: "IAPRoles", package: "iap-devkit"),
+                .product(name: "IAPLink", package: "iap-devkit"),
+                .product(name: "IAPWire", package: "iap-devkit"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/MediaRoles",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // The benchmark's decode loop without the harness, for callgrind.
         .executableTarget(
             name: "decode-loop",

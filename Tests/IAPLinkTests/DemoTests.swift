@@ -19,3 +19,15 @@ import IAPTransport
         #expect(lossy.final == clean.final, "\(lossy.final)")
     }
 }
+
+@Suite struct InProcessPairTests {
+    @Test func browsesThroughTheWholeStackAtOneInstant() {
+        var pair = InProcessMediaPair()
+        #expect(pair.isConnected)
+        #expect(pair.browse("album:kind-of-blue") == 6)
+        for _ in 0..<100 {
+            #expect(pair.browse("library") == 4)
+            pair.settle()
+        }
+    }
+}

@@ -1,0 +1,61 @@
+// The message layer and roles: a browse request and its answer through the
+// whole stack in one process, and the cost of a now-playing model update.
+// Targets (issue "message layer and the two roles"): browse round trip under
+// 50 µs at the median; a now-playing model update allocates nothing beyond
+// the strings it stores.
+
+import Benchmark
+import IAPConformance
+import IAPLink
+import IAPRoles
+import IAPWire
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .mallocCountTotal], warmupIterations: 50,
+                                           maxDuration: .seconds(3), maxIterations: 200_000)
+
+    // Head unit opens an album, the request crosses the link to the phone,
+    // the sample app answers from memory, the page crosses back. Delayed
+    // acknowledgements are let out between iterations (not measured), as
+    // time would on a real link.
+    Benchmark("browse round trip (album, 6 rows)") { benchmark in
+        var pair = InProcessMediaPair()
+        precondition(pair.isConnected, "the in-process pair did not connect")
+        for _ in benchmark.scaledIterations {
+            benchmark.startMeasurement()
+            blackHole(pair.browse("album:kind-of-blue"))
+            benchmark.stopMeasurement()
+            pair.settle()
+        }
+    }
+
+    // Applying an already decoded update to the model: copies of the strings
+    // it carries, nothing else.
+    Benchmark("now-playing model update", configuration: .init(metrics: [.wallClock, .mallocCountTotal])) { benchmark in
+        let info = NowPlayingInfo(itemID: 7, title: "Blue in Green", artist: "Miles Davis", albumTitle: "Kind of Blue", genre: "Jazz",
+                                  durationMilliseconds: 337_000, elapsedMilliseconds: 42_000, playbackRate: 1, queueIndex: 2,
+                                  queueCount: 5, state: .playing, appName: "iap-devkit Music")
+        let update = NowPlayingUpdate(full: info)
+        var model = NowPlayingModel()
+        var instant = LinkInstant.zero
+        for _ in benchmark.scaledIterations {
+            instant = instant + .milliseconds(1)
+            model.apply(update, at: instant)
+            blackHole(model.elapsed(at: instant))
+        }
+    }
+
+    // The same update decoded from its control message first (what arrives
+    // off the link): the allocations of parsing, for comparison.
+    Benchmark("now-playing update decoded and applied", configuration: .init(metrics: [.wallClock, .mallocCountTotal])) { benchmark in
+        let info = NowPlayingInfo(itemID: 7, title: "Blue in Green", artist: "Miles Davis", albumTitle: "Kind of Blue", genre: "Jazz",
+                                  durationMilliseconds: 337_000, elapsedMilliseconds: 42_000, playbackRate: 1, queueIndex: 2,
+                                  queueCount: 5, state: .playing, appName: "iap-devkit Music")
+        let message = MediaMessage.nowPlayingUpdate(NowPlayingUpdate(full: info)).controlMessage
+        var model = NowPlayingModel()
+        for _ in benchmark.scaledIterations {
+            if case .nowPlayingUpdate(let update)? = try? MediaMessage(message) { model.apply(update, at: .zero) }
+        }
+        blackHole(model)
+    }
+}
