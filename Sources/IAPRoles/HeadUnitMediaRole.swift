@@ -62,9 +62,10 @@ public struct HeadUnitMediaRole: Sendable {
         self.requestTimeout = requestTimeout
     }
 
-    /// Radio controls: the phone advertises like, dislike or bookmark
-    /// (enabled or not); only withdrawing them switches back.
-    public var radioControls: Bool { advertised.contains { $0.kind.isRadioFeedback } }
+    /// Radio controls: entered when the phone advertises like, dislike or
+    /// bookmark enabled; kept while any of them stays advertised, even
+    /// disabled; left only when they are all withdrawn.
+    public private(set) var radioControls = false
 
     /// The transport buttons shown: radio controls have no previous-track button.
     public var buttons: [RemoteCommand.Kind] {
@@ -90,6 +91,8 @@ public struct HeadUnitMediaRole: Sendable {
         appName = nil
         hasContentTree = false
         advertised = []
+        radioControls = false
+        commandLog = []
         tabs = []
         containers = [:]
         nowPlaying = NowPlayingModel()
@@ -101,7 +104,8 @@ public struct HeadUnitMediaRole: Sendable {
     // MARK: User actions
 
     public mutating func openRoot(now: LinkInstant) -> [Output] {
-        request(.browseRequest(requestID: 0, containerID: "", offset: 0, count: UInt16(limits.maximumTabs)), .browse(containerID: "", offset: 0), now: now)
+        request(.browseRequest(requestID: 0, containerID: "", offset: 0, count: UInt16(clamping: min(limits.maximumTabs, limits.maximumPageSize))),
+                .browse(containerID: "", offset: 0), now: now)
     }
 
     /// Opens a container from its first page (children are fetched only now).
@@ -176,6 +180,8 @@ public struct HeadUnitMediaRole: Sendable {
             return [.event(.appInformation(name: name, hasContentTree: hasContent))]
         case .advertisedCommands(let commands):
             advertised = commands
+            let feedback = commands.filter { $0.kind.isRadioFeedback }
+            radioControls = radioControls ? !feedback.isEmpty : feedback.contains { $0.enabled }
             return [.event(.controlsChanged(radio: radioControls, advertised: commands))]
         case .nowPlayingUpdate(let update):
             nowPlaying.apply(update, at: now)

@@ -97,6 +97,7 @@ public enum MediaMessage: Hashable, Sendable {
                 parameter.id = 5
                 return parameter
             }
+            if let error = response.error { parameters.append(.string(6, error)) }
             return ControlMessage(id: ID.queueResponse, parameters: parameters)
         case .imageRequest(let id, let image, let scale):
             return ControlMessage(id: ID.imageRequest, parameters: [.uint32(0, id), .string(1, image), .uint8(2, scale)])
@@ -197,7 +198,7 @@ public enum MediaMessage: Hashable, Sendable {
         case ID.queueResponse:
             self = .queueResponse(QueueResponse(
                 requestID: try reader.u32(0), status: try reader.status(1), totalCount: try reader.u32(2), offset: try reader.u32(3),
-                currentIndex: try reader.u32(4), items: try message.parameters(5).map(Self.item)))
+                currentIndex: try reader.u32(4), items: try message.parameters(5).map(Self.item), error: try reader.optionalString(6)))
         case ID.imageRequest:
             self = .imageRequest(requestID: try reader.u32(0), imageID: try reader.string(1), scale: try reader.u8(2))
         case ID.imageResponse:
@@ -310,9 +311,11 @@ public struct QueueResponse: Hashable, Sendable {
     public var currentIndex: UInt32
     /// "Up next" may hold items that are not in the browse tree.
     public var items: [ContentItem]
+    public var error: String?
 
     public init(requestID: UInt32, status: RequestStatus, totalCount: UInt32 = 0, offset: UInt32 = 0, currentIndex: UInt32 = 0,
-                items: [ContentItem] = []) {
+                items: [ContentItem] = [], error: String? = nil) {
+        self.error = error
         self.requestID = requestID
         self.status = status
         self.totalCount = totalCount
@@ -328,6 +331,8 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     public var info: NowPlayingInfo
     /// Media item and playback attribute ids present, per group (0, 1).
     public var present: Set<UInt32>
+    /// The update carries a media item group (possibly empty: no item).
+    public var hasMediaItemGroup: Bool
 
     static let mediaAttributeIDs: [UInt16] = [0, 1, 4, 6, 12, 16, 26, 0x4000]
     static let playbackAttributeIDs: [UInt16] = [0, 1, 2, 3, 5, 6, 7, 12, 0x4000, 0x4001]
@@ -338,6 +343,7 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     public init(full info: NowPlayingInfo) {
         self.info = info
         present = Set(Self.mediaAttributeIDs.map { Self.key(0, $0) } + Self.playbackAttributeIDs.map { Self.key(1, $0) })
+        hasMediaItemGroup = true
     }
 
     var message: ControlMessage {
@@ -365,6 +371,7 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     init(_ message: ControlMessage) throws(WireError) {
         info = NowPlayingInfo()
         present = []
+        hasMediaItemGroup = message.parameter(0) != nil
         for groupParameter in message.parameters where groupParameter.id <= 1 {
             let members = try groupParameter.group()
             let reader = MessageReader(ControlMessage(id: 0, parameters: members))
@@ -400,10 +407,23 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         }
     }
 
-    /// `base` with the fields this update carries replaced.
+    /// `base` with the fields this update carries replaced. A media item
+    /// group describes the item whole, so its absent attributes become
+    /// unknown (a title must not outlive its track); playback attributes
+    /// are replaced one by one.
     public func applied(to base: NowPlayingInfo) -> NowPlayingInfo {
         var result = base
         func has(_ group: UInt16, _ id: UInt16) -> Bool { present.contains(Self.key(group, id)) }
+        if hasMediaItemGroup {
+            result.itemID = nil
+            result.title = nil
+            result.artist = nil
+            result.albumTitle = nil
+            result.genre = nil
+            result.releaseDate = nil
+            result.durationMilliseconds = nil
+            result.artworkTransferID = nil
+        }
         if has(0, 0) { result.itemID = info.itemID }
         if has(0, 1) { result.title = info.title }
         if has(0, 4) { result.durationMilliseconds = info.durationMilliseconds }

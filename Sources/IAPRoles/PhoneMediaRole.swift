@@ -182,8 +182,15 @@ public struct PhoneMediaRole: Sendable {
         case .playItem(let id, let item, let entry):
             return [startLoad(.play(itemID: item, imageRowEntryID: entry), requestID: id, in: &current, now: now)]
         case .queueRequest(let id, let offset, let count):
+            guard Int(count) <= current.limits.maximumPageSize else {
+                return [.send(.queueResponse(QueueResponse(requestID: id, status: .exceedsLimits,
+                                                           error: "a page of \(count) exceeds the stated maximum of \(current.limits.maximumPageSize)")))]
+            }
             return [startLoad(.queue(offset: Int(offset), count: Int(count)), requestID: id, in: &current, now: now)]
         case .imageRequest(let id, let image, let scale):
+            guard (1...3).contains(scale) else {
+                return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: "image scale \(scale) is not 1, 2 or 3"))]
+            }
             return [startLoad(.image(id: image, scale: Int(scale)), requestID: id, in: &current, now: now)]
         case .remoteCommand(let id, let command):
             let status = commands.perform(command)
@@ -233,9 +240,13 @@ public struct PhoneMediaRole: Sendable {
             return [.send(.browseResponse(response))]
         case (.play, .done):
             return [.send(.requestStatus(requestID: id, .success, error: nil))]
-        case (.queue(let offset, _), .queue(let items, let total, let currentIndex)):
-            return [.send(.queueResponse(QueueResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total),
-                                                       offset: UInt32(clamping: offset), currentIndex: UInt32(clamping: currentIndex), items: items)))]
+        case (.queue(let offset, let count), .queue(let items, let total, let currentIndex)):
+            var response = QueueResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
+                                         currentIndex: UInt32(clamping: currentIndex), items: Array(items.prefix(count)))
+            if (try? MediaMessage.queueResponse(response).controlMessage.encoded()) == nil {
+                response = QueueResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
+            }
+            return [.send(.queueResponse(response))]
         case (.image, .image(let bytes)):
             // Animated images crashed head units: GIF is refused outright.
             if bytes.starts(with: Array("GIF8".utf8)) {
@@ -253,7 +264,7 @@ public struct PhoneMediaRole: Sendable {
         switch request {
         case .tabs, .children: .send(.browseResponse(BrowseResponse(requestID: id, status: status, error: error)))
         case .play: .send(.requestStatus(requestID: id, status, error: error))
-        case .queue: .send(.queueResponse(QueueResponse(requestID: id, status: status)))
+        case .queue: .send(.queueResponse(QueueResponse(requestID: id, status: status, error: error)))
         case .image: .send(.imageResponse(requestID: id, status, transferID: nil, error: error))
         }
     }

@@ -147,6 +147,7 @@ public final class SampleApp: Sendable {
         public var repeatMode = RepeatMode.off
         public var shuffleMode = ShuffleMode.off
         public var liked: Set<String> = []
+        public var disliked: Set<String> = []
         public var bookmarked: Set<String> = []
         public var recentlyPlayed: [SampleTrack] = []
         public var podcastAttempts = 0
@@ -271,10 +272,14 @@ public final class SampleApp: Sendable {
                 freeze()
                 let center = RemoteCommandCenter(supportedRates: supportedRates)
                 current.rate = center.nextRate(after: current.rate)
-            case .like(let active), .dislike(let active):
+            case .like(let active):
                 guard hasItem else { return .noActionableNowPlayingItem }
                 let id = current.queue[current.index].id
                 if active { current.liked.insert(id) } else { current.liked.remove(id) }
+            case .dislike(let active):
+                guard hasItem else { return .noActionableNowPlayingItem }
+                let id = current.queue[current.index].id
+                if active { current.disliked.insert(id) } else { current.disliked.remove(id) }
             case .bookmark(let active):
                 guard hasItem else { return .noActionableNowPlayingItem }
                 let id = current.queue[current.index].id

@@ -460,6 +460,7 @@ public enum MessageCatalog {
             ParameterSpec(3, "Offset", .uint32),
             ParameterSpec(4, "CurrentIndex", .uint32),
             ParameterSpec(5, "Item", .group, members: contentItemMembers),
+            ParameterSpec(6, "ErrorText", .utf8),
         ]),
         MessageSpec(0xB130, "ImageRequest", [
             ParameterSpec(0, "RequestIdentifier", .uint32),

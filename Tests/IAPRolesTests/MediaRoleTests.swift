@@ -421,3 +421,52 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(headUnit.tick(now: at(1010)) == [.event(.commandStatus(.play, .timedOut))])
     }
 }
+
+@Suite struct MediaEdgeCaseTests {
+    @Test func aTitleDoesNotOutliveItsTrack() throws {
+        var model = NowPlayingModel()
+        model.apply(NowPlayingUpdate(full: NowPlayingInfo(title: "Old", durationMilliseconds: 1000, state: .playing)), at: t0)
+        guard case .nowPlayingUpdate(let stopped) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: NowPlayingInfo(state: .stopped)))) else { return }
+        model.apply(stopped, at: at(1))
+        #expect(model.info.title == nil && model.info.durationMilliseconds == nil)
+        // A playback-only update keeps the item.
+        model.apply(NowPlayingUpdate(full: NowPlayingInfo(title: "New", state: .playing)), at: at(2))
+        let playbackOnly = ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [try .group(1, [.uint8(0, 2)])])
+        guard case .nowPlayingUpdate(let paused)? = try MediaMessage(playbackOnly) else { return }
+        model.apply(paused, at: at(3))
+        #expect(model.info.title == "New" && model.info.state == .paused)
+    }
+
+    @Test func radioControlsNeedAnEnabledFeedbackCommandToStart() {
+        var headUnit = HeadUnitMediaRole()
+        _ = headUnit.connect(now: t0)
+        _ = headUnit.receive(.advertisedCommands([AdvertisedCommand(.play), AdvertisedCommand(.like, enabled: false)]), now: t0)
+        #expect(!headUnit.radioControls, "a feedback command advertised disabled from the start does not switch")
+        _ = headUnit.receive(.advertisedCommands([AdvertisedCommand(.play), AdvertisedCommand(.like)]), now: t0)
+        #expect(headUnit.radioControls)
+        _ = headUnit.receive(.advertisedCommands([AdvertisedCommand(.play), AdvertisedCommand(.like, enabled: false)]), now: t0)
+        #expect(headUnit.radioControls, "disabling keeps radio controls")
+        _ = headUnit.receive(.advertisedCommands([AdvertisedCommand(.play)]), now: t0)
+        #expect(!headUnit.radioControls)
+    }
+
+    @Test func likeAndDislikeAreDifferentThings() {
+        let app = SampleApp()
+        app.setTime(t0)
+        _ = app.load(.play(itemID: "kind-of-blue:2", imageRowEntryID: nil), now: t0)
+        #expect(app.perform(.dislike(true)) == .success)
+        #expect(app.snapshot.disliked == ["kind-of-blue:2"] && app.snapshot.liked.isEmpty)
+    }
+
+    @Test func queuePagesAreBoundedLikeBrowsePages() {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        _ = phone.receive(.limits(HeadUnitLimits(maximumPageSize: 5)), now: t0)
+        guard case .queueResponse(let response)? = sent(phone.receive(.queueRequest(requestID: 1, offset: 0, count: 6), now: t0)).first else {
+            Issue.record("no refusal")
+            return
+        }
+        #expect(response.status == .exceedsLimits && response.error?.contains("6") == true)
+        #expect(sent(phone.receive(.imageRequest(requestID: 2, imageID: "x", scale: 9), now: t0)).first == .imageResponse(requestID: 2, .commandFailed, transferID: nil, error: "image scale 9 is not 1, 2 or 3"))
+    }
+}
