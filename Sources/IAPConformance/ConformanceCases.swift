@@ -337,16 +337,45 @@ extension ConformanceCase {
         s.notes = [outcomes.joined(separator: ", ")]
     }
 
-    static let interleavedSessions = ConformanceCase(name: "interleaved-sessions", purpose: "control, file-transfer and EA sessions share the link, each stream intact") { s in
+    static let interleavedSessions = ConformanceCase(name: "interleaved-sessions", purpose: "control, file-transfer and EA sessions share the link; the stream stays intact and datagrams keep their boundaries") { s in
         s.configure(accessory: Scenario.accessory(LinkParameters(maximumPacketLength: 256)), device: Scenario.device(LinkParameters(maximumPacketLength: 256)))
         guard s.connect() else { return }
         let start = (s.simulation.sent[.device] ?? []).count
-        s.transfer([(.device, 1, Scenario.payload(6000, seed: s.seed)), (.device, 2, Scenario.payload(6000, seed: s.seed + 1)),
-                    (.device, 3, Scenario.payload(6000, seed: s.seed + 2)), (.accessory, 1, Scenario.payload(3000, seed: s.seed + 3))])
+        // Datagrams of every size from 1 to a full packet's payload.
+        let payload = 256 - LinkPacket.headerLength - 1
+        let datagrams = (0..<60).map { index in Scenario.payload(1 + (index * 37) % payload, seed: s.seed + UInt64(index)) }
+        var sent: [UInt8: Int] = [2: 0, 3: 0]
+        let control = Scenario.payload(6000, seed: s.seed)
+        do { try s.simulation.send(control, session: 1, from: .device) } catch { s.expect(false, "\(error)") }
+        let deadline = s.simulation.now + .seconds(60)
+        while (sent[2]! < datagrams.count || sent[3]! < datagrams.count) && s.simulation.now < deadline {
+            for session: UInt8 in [2, 3] where sent[session]! < datagrams.count {
+                do throws(LinkSendError) {
+                    try s.simulation.send(datagrams[sent[session]!], session: session, from: .device)
+                    sent[session]! += 1
+                } catch {
+                    guard case .queueFull = error.kind else { s.expect(false, "\(error)"); return }
+                }
+            }
+            s.simulation.run(until: s.simulation.now + .milliseconds(2))
+        }
+        s.simulation.run(until: deadline) { $0.deliveredBytes(to: .accessory, session: 1).count >= control.count }
+        s.simulation.run(for: .milliseconds(500))
+        s.expect(s.simulation.deliveredBytes(to: .accessory, session: 1) == control, "the control stream arrived changed or incomplete")
+        for session: UInt8 in [2, 3] {
+            let delivered = s.simulation.deliveredDatagrams(to: .accessory, session: session)
+            s.expect(delivered == datagrams, "session \(session): \(delivered.count) of \(datagrams.count) datagrams arrived\(delivered == Array(datagrams.prefix(delivered.count)) ? "" : " with changed boundaries")")
+        }
+        do throws(LinkSendError) {
+            try s.simulation.send([UInt8](repeating: 1, count: payload + 1), session: 2, from: .device)
+            s.expect(false, "a datagram larger than a packet was accepted")
+        } catch {
+            if case .datagramSize = error.kind {} else { s.expect(false, "an oversized datagram failed with \(error)") }
+        }
         let sessions = (s.simulation.sent[.device] ?? []).dropFirst(start).compactMap { try? LinkPacket(decoding: $0) }.filter { !$0.payload.isEmpty }.map(\.session)
         let switches = zip(sessions, sessions.dropFirst()).filter { $0 != $1 }.count
         s.expect(switches >= 10, "sessions were not interleaved (\(switches) switches between sessions)")
-        s.note("\(switches) session switches")
+        s.note("\(switches) session switches, \(datagrams.count) datagrams per datagram session")
     }
 
     static let messageSpanningPackets = ConformanceCase(name: "message-spanning-packets", purpose: "a message longer than a packet is split and reassembled, nothing truncated") { s in

@@ -103,7 +103,9 @@ public enum DemoDrive {
         step("podcasts retry") { $0.headUnit.containers["podcasts"]?.isComplete == true }
 
         sim.headUnitDoes("fetch the album artwork") { $0.requestImage("art:kind-of-blue", now: $1) }
-        step("artwork") { sim in sim.headUnitEvents.contains { if case .image("art:kind-of-blue", .success, _) = $0 { true } else { false } } }
+        step("artwork") { sim in
+            sim.headUnitEvents.contains { if case .image("art:kind-of-blue", .success, _) = $0 { true } else { false } } && !sim.transfers.isEmpty
+        }
         sim.headUnitDoes("fetch an animated image") { $0.requestImage("art:animated", now: $1) }
         step("animated image refused") { sim in sim.headUnitEvents.contains { if case .image("art:animated", .commandFailed, _) = $0 { true } else { false } } }
 

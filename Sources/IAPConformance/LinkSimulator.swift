@@ -22,6 +22,8 @@ public struct LinkSimulator: Sendable {
     public private(set) var records: [Record] = []
     /// Bytes delivered per role and session, in order.
     public private(set) var delivered: [LinkRole: [UInt8: [UInt8]]] = [.accessory: [:], .device: [:]]
+    /// The same deliveries one by one (for datagram sessions, one datagram each).
+    public private(set) var deliveries: [LinkRole: [UInt8: [[UInt8]]]] = [.accessory: [:], .device: [:]]
     /// Every write each end made, in order (for checks on what went on the wire).
     public private(set) var sent: [LinkRole: [[UInt8]]] = [.accessory: [], .device: []]
     /// The same writes with the time they were made, in the order made.
@@ -45,6 +47,7 @@ public struct LinkSimulator: Sendable {
     public func events(_ role: LinkRole) -> [LinkEvent] { records.filter { $0.role == role }.map(\.event) }
 
     public func deliveredBytes(to role: LinkRole, session: UInt8) -> [UInt8] { delivered[role]?[session] ?? [] }
+    public func deliveredDatagrams(to role: LinkRole, session: UInt8) -> [[UInt8]] { deliveries[role]?[session] ?? [] }
 
     /// Starts both ends.
     public mutating func start() {
@@ -141,6 +144,7 @@ public struct LinkSimulator: Sendable {
                 if role == .accessory { outbound.write(bytes, now: now) } else { inbound.write(bytes, now: now) }
             case .deliver(let session, let bytes):
                 delivered[role, default: [:]][session, default: []].append(contentsOf: bytes)
+                deliveries[role, default: [:]][session, default: []].append(bytes)
             case .event(let event):
                 records.append(Record(time: now, role: role, event: event))
             }

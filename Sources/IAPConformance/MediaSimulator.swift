@@ -22,8 +22,12 @@ public struct MediaSimulator: Sendable {
     public private(set) var headUnitEvents: [HeadUnitMediaRole.Event] = []
     public private(set) var connections = 0
     public private(set) var disconnections = 0
-    /// Files the phone sent over the file-transfer session, by transfer id.
+    /// Files the head unit received over the file-transfer session, by transfer id.
     public private(set) var transfers: [UInt8: [UInt8]] = [:]
+    private var fileSenders: [UInt8: FileTransferSender] = [:]
+    private var fileReceiver = FileTransferReceiver()
+    private var datagramsSeen: [LinkRole: Int] = [.accessory: 0, .device: 0]
+    private let fileSession: UInt8 = 2
 
     private var channels: [LinkRole: ControlChannel] = [.accessory: ControlChannel(), .device: ControlChannel()]
     private var consumed: [LinkRole: Int] = [.accessory: 0, .device: 0]
@@ -138,9 +142,11 @@ public struct MediaSimulator: Sendable {
                     if outputs.contains(.pausePlayback) { app.pause(at: link.now) }
                     dispatchPhone(outputs.filter { $0 != .pausePlayback })
                     loads.removeAll()
+                    fileSenders.removeAll()
                 } else {
                     note("head unit", "disconnected: \(reason)")
                     headUnit.disconnect()
+                    fileReceiver = FileTransferReceiver()
                 }
             default:
                 break
@@ -162,9 +168,41 @@ public struct MediaSimulator: Sendable {
                 }
             }
         }
-        for role in [LinkRole.accessory] where up[role] == true {
-            let files = link.deliveredBytes(to: role, session: 2)
-            if !files.isEmpty { transfers[0, default: []] = files }
+        for role in [LinkRole.device, .accessory] {
+            let datagrams = link.deliveredDatagrams(to: role, session: fileSession)
+            let seen = datagramsSeen[role] ?? 0
+            guard datagrams.count > seen else { continue }
+            datagramsSeen[role] = datagrams.count
+            guard up[role] == true else { continue }
+            for bytes in datagrams[seen...] { fileDatagram(bytes, at: role) }
+        }
+    }
+
+    /// The file-transfer session: the phone sends, the head unit receives.
+    private mutating func fileDatagram(_ bytes: [UInt8], at role: LinkRole) {
+        let who = role == .device ? "phone" : "head unit"
+        do {
+            let datagram = try FileTransferDatagram(decoding: bytes)
+            if role == .device {
+                guard var sender = fileSenders[datagram.transferID] else { return note(who, "file-transfer datagram for unknown transfer \(datagram.transferID)") }
+                let output = try sender.handle(.received(datagram))
+                fileSenders[datagram.transferID] = sender
+                for outgoing in output.datagrams { try? link.send(outgoing.encoded(), session: fileSession, from: .device) }
+                if case .finished = output.state { fileSenders[datagram.transferID] = nil }
+            } else {
+                for output in try fileReceiver.receive(datagram) {
+                    switch output {
+                    case .send(let answer): try? link.send(answer.encoded(), session: fileSession, from: .accessory)
+                    case .completed(let id, let file, _):
+                        transfers[id] = file
+                        note(who, "file transfer \(id): \(file.count) bytes received")
+                    case .cancelled(let id, let reason): note(who, "file transfer \(id) cancelled: \(reason)")
+                    case .paused: break
+                    }
+                }
+            }
+        } catch {
+            note(who, "file-transfer session: \(error)")
         }
     }
 
@@ -213,10 +251,15 @@ public struct MediaSimulator: Sendable {
                 let (result, delay) = app.load(request, now: link.now)
                 loads.append((link.now + delay, token, result))
             case .transferFile(let id, let bytes):
-                // The whole file in one datagram when it fits (FirstAndOnlyData).
-                let datagram = FileTransferDatagram(transferID: id, control: .firstAndOnlyData, body: bytes).encoded()
-                transfers[id] = bytes
-                try? link.send(datagram, session: 2, from: .device)
+                guard let payload = link.device.negotiated?.maximumPayload else { continue }
+                do {
+                    var sender = try FileTransferSender(transferID: id, file: bytes, maximumDataPerDatagram: payload - FileTransferSender.datagramHeaderSize)
+                    let setup = try sender.start()
+                    fileSenders[id] = sender
+                    try link.send(setup.encoded(), session: fileSession, from: .device)
+                } catch {
+                    note("phone", "file transfer \(id) failed to start: \(error)")
+                }
             case .pausePlayback: app.pause(at: link.now)
             case .connected, .disconnected: break
             case .log(let text): note("phone", text)

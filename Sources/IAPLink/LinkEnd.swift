@@ -39,14 +39,21 @@ public struct LinkEnd: Sendable {
         var heldByPeer: Bool
     }
 
+    /// A session's bytes waiting for the window. The control session is a
+    /// byte stream (messages may be split across packets); file-transfer and
+    /// external-accessory sessions carry datagrams, one per packet, whose
+    /// boundaries the receiver relies on.
     private struct SessionQueue: Sendable {
         var bytes: [UInt8] = []
         var head = 0
+        /// Datagram lengths in order, for datagram sessions.
+        var datagrams: [Int] = []
         var blocked = false
         var count: Int { bytes.count - head }
 
         mutating func take(_ maximum: Int) -> [UInt8] {
-            let end = head + min(maximum, count)
+            let length = datagrams.isEmpty ? min(maximum, count) : datagrams.removeFirst()
+            let end = head + length
             let chunk = Array(bytes[head..<end])
             head = end
             if head == bytes.count {
@@ -210,12 +217,19 @@ public struct LinkEnd: Sendable {
         guard link.session(session) != nil else { throw LinkSendError(kind: .unknownSession(session)) }
         let limit = configuration.sendQueueLimit
         guard bytes.count <= limit else { throw LinkSendError(kind: .tooLarge(size: bytes.count, limit: limit)) }
+        let isDatagram = link.session(session)?.type != .control
+        if isDatagram {
+            guard !bytes.isEmpty, bytes.count <= link.maximumPayload else {
+                throw LinkSendError(kind: .datagramSize(size: bytes.count, limit: link.maximumPayload))
+            }
+        }
         let queued = queues[session]?.count ?? 0
         guard queued + bytes.count <= limit else {
             queues[session]?.blocked = true
             throw LinkSendError(kind: .queueFull(session: session, queued: queued, limit: limit))
         }
         queues[session, default: SessionQueue()].bytes.append(contentsOf: bytes)
+        if isDatagram { queues[session]?.datagrams.append(bytes.count) }
         flush(now: now)
         return takeActions()
     }

@@ -132,6 +132,8 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case queueFull(session: UInt8, queued: Int, limit: Int)
         /// The bytes could never fit in the queue.
         case tooLarge(size: Int, limit: Int)
+        /// A datagram (file-transfer or EA session) must fit one packet and not be empty.
+        case datagramSize(size: Int, limit: Int)
     }
     public let kind: Kind
 
@@ -141,6 +143,7 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case .unknownSession(let id): "session \(id) was not negotiated on this link"
         case .queueFull(let session, let queued, let limit): "session \(session) send queue is full (\(queued) of \(limit) bytes queued); wait for it to drain"
         case .tooLarge(let size, let limit): "\(size) bytes can never fit in the \(limit)-byte send queue"
+        case .datagramSize(let size, let limit): "a \(size)-byte datagram does not fit one packet (1 to \(limit) bytes on this link)"
         }
     }
 }
