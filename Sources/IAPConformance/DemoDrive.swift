@@ -70,6 +70,8 @@ public enum DemoDrive {
         sim.run(for: .seconds(5))
         if sim.headUnit.nowPlaying.updates != updatesBefore { failed.append("no updates as a clock tick") }
 
+        sim.headUnitDoes("steering wheel: play/pause pressed twice over HID") { role, _ in role.press(.playPause) + role.press(.playPause) }
+        step("HID presses") { $0.headUnit.nowPlaying.info.state == .playing && $0.headUnit.nowPlaying.updates >= updatesBefore + 2 }
         command("next track", .nextTrack)
         step("next now playing") { $0.headUnit.nowPlaying.info.title == "All Blues" }
         command("seek to 1:00", .changePlaybackPosition(milliseconds: 60_000))

@@ -16,6 +16,8 @@ public struct InProcessMediaPair: Sendable {
     private var device: LinkEnd
     private var channels: [LinkRole: ControlChannel] = [.accessory: ControlChannel(), .device: ControlChannel()]
     private var now = LinkInstant.milliseconds(1)
+    private var wire: [(LinkRole, [UInt8])] = []
+    private var pumping = false
 
     public init() {
         app = SampleApp()
@@ -45,11 +47,25 @@ public struct InProcessMediaPair: Sendable {
         pump(device.tick(now: now), from: .device)
     }
 
+    /// Handles a link end's actions. Writes are queued and handed over in
+    /// order by one loop (not by recursion, which a long exchange would turn
+    /// into a deep stack).
     private mutating func pump(_ actions: [LinkAction], from role: LinkRole) {
+        handle(actions, from: role)
+        guard !pumping else { return }
+        pumping = true
+        defer { pumping = false }
+        while !wire.isEmpty {
+            let (target, bytes) = wire.removeFirst()
+            if target == .device { handle(device.receive(bytes, now: now), from: .device) } else { handle(accessory.receive(bytes, now: now), from: .accessory) }
+        }
+    }
+
+    private mutating func handle(_ actions: [LinkAction], from role: LinkRole) {
         for action in actions {
             switch action {
             case .send(let bytes):
-                if role == .accessory { pump(device.receive(bytes, now: now), from: .device) } else { pump(accessory.receive(bytes, now: now), from: .accessory) }
+                wire.append((role == .accessory ? .device : .accessory, bytes))
             case .deliver(let session, let bytes) where session == 1:
                 let (inputs, _) = channels[role, default: ControlChannel()].receive(bytes)
                 for case .message(let message) in inputs {

@@ -44,6 +44,8 @@ public struct HeadUnitMediaRole: Sendable {
 
     public let limits: HeadUnitLimits
     public let requestTimeout: Duration
+    /// The steering-wheel remote, declared in identification.
+    public let remote = HIDRemote(componentIdentifier: 1, vendorIdentifier: 0x1209, productIdentifier: 0x0001)
     public private(set) var appName: String?
     public private(set) var hasContentTree = false
     public private(set) var advertised: [AdvertisedCommand] = []
@@ -82,7 +84,16 @@ public struct HeadUnitMediaRole: Sendable {
     /// is configured at connect time, not when first shown).
     public mutating func connect(now: LinkInstant) -> [Output] {
         reset()
-        return [.send(.limits(limits)), .send(.startNowPlayingUpdates)]
+        return [.send(.limits(limits)), .send(.startNowPlayingUpdates),
+                .send(.startHID(StartHIDMessage(componentIdentifier: remote.componentIdentifier, vendorIdentifier: remote.vendorIdentifier,
+                                                productIdentifier: remote.productIdentifier, reportDescriptor: HIDRemote.reportDescriptor)))]
+    }
+
+    /// A press of the remote's button: a report with its bit set, then the
+    /// release. HID has no answer; the effect shows in now playing.
+    public func press(_ button: HIDRemote.Button) -> [Output] {
+        [.send(.accessoryHIDReport(AccessoryHIDReportMessage(componentIdentifier: remote.componentIdentifier, report: HIDRemote.report(pressed: [button])))),
+         .send(.accessoryHIDReport(AccessoryHIDReportMessage(componentIdentifier: remote.componentIdentifier, report: HIDRemote.report(pressed: []))))]
     }
 
     public mutating func disconnect() { reset() }

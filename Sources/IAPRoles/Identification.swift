@@ -17,6 +17,20 @@ public struct AccessoryIdentity: Hashable, Sendable {
     public var currentLanguage: String
     public var supportedLanguages: [String]
     public var transportComponent: TransportComponent
+    /// iAP2 HID components (identification parameter 18).
+    public var hidComponents: [HIDComponent]
+
+    public struct HIDComponent: Hashable, Sendable {
+        public var id: UInt16
+        public var name: String
+        /// 1 is a media playback remote (the catalog names the others).
+        public var function: UInt8
+        public init(id: UInt16, name: String, function: UInt8) {
+            self.id = id
+            self.name = name
+            self.function = function
+        }
+    }
 
     public enum TransportComponent: Hashable, Sendable {
         case serial(id: UInt16, name: String)
@@ -37,7 +51,7 @@ public struct AccessoryIdentity: Hashable, Sendable {
     public init(name: String, modelIdentifier: String, manufacturer: String, serialNumber: String, firmwareVersion: String,
                 hardwareVersion: String, messagesSent: [UInt16], messagesReceived: [UInt16], powerProvidingCapability: UInt8 = 0,
                 maximumCurrentDrawnMilliamps: UInt16 = 0, currentLanguage: String = "en", supportedLanguages: [String] = ["en"],
-                transportComponent: TransportComponent) {
+                transportComponent: TransportComponent, hidComponents: [HIDComponent] = []) {
         self.name = name
         self.modelIdentifier = modelIdentifier
         self.manufacturer = manufacturer
@@ -51,6 +65,7 @@ public struct AccessoryIdentity: Hashable, Sendable {
         self.currentLanguage = currentLanguage
         self.supportedLanguages = supportedLanguages
         self.transportComponent = transportComponent
+        self.hidComponents = hidComponents
     }
 
     public var message: ControlMessage {
@@ -71,6 +86,9 @@ public struct AccessoryIdentity: Hashable, Sendable {
         }
         // Group encoding cannot fail for these sizes.
         if let group = try? Parameter.group(transportComponent.parameterID, component) { parameters.append(group) }
+        for hid in hidComponents {
+            if let group = try? Parameter.group(18, [.uint16(0, hid.id), .string(1, hid.name), .uint8(2, hid.function)]) { parameters.append(group) }
+        }
         return ControlMessage(id: MessageID.identificationInformation, parameters: parameters)
     }
 
@@ -146,11 +164,27 @@ public struct AccessoryIdentity: Hashable, Sendable {
         if component == nil && !problems.contains(where: { (14...17).contains($0.parameter) }) {
             problems.append(.init(parameter: 15, issue: "missing: no transport component (14 serial, 15 USB device, 16 USB host or 17 Bluetooth)"))
         }
+        var hidComponents: [HIDComponent] = []
+        for parameter in message.parameters(18) {
+            do {
+                let members = try parameter.group()
+                guard let id = try members.first(where: { $0.id == 0 })?.integer(as: UInt16.self),
+                      let name = try members.first(where: { $0.id == 1 })?.string(),
+                      let function = try members.first(where: { $0.id == 2 })?.integer(as: UInt8.self) else {
+                    problems.append(.init(parameter: 18, issue: "malformed: an HID component needs an identifier (0), a name (1) and a function (2)"))
+                    continue
+                }
+                hidComponents.append(HIDComponent(id: id, name: name, function: function))
+            } catch {
+                problems.append(.init(parameter: 18, issue: "malformed: \(error.detail)"))
+            }
+        }
         guard problems.isEmpty, let component else { return .failure(IdentificationProblems(problems: problems)) }
         return .success(AccessoryIdentity(
             name: name, modelIdentifier: model, manufacturer: manufacturer, serialNumber: serial, firmwareVersion: firmware,
             hardwareVersion: hardware, messagesSent: sent, messagesReceived: received, powerProvidingCapability: power,
-            maximumCurrentDrawnMilliamps: current, currentLanguage: language, supportedLanguages: languages, transportComponent: component))
+            maximumCurrentDrawnMilliamps: current, currentLanguage: language, supportedLanguages: languages, transportComponent: component,
+            hidComponents: hidComponents))
     }
 }
 

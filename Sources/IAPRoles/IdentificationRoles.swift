@@ -150,6 +150,7 @@ extension AccessoryIdentity {
         ] + MediaMessage.headUnitSends.filter { $0 != MessageID.startNowPlayingUpdates && $0 != MessageID.stopNowPlayingUpdates }
             + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
         messagesReceived: MediaMessage.phoneSends, powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,
-        currentLanguage: "en", supportedLanguages: ["en", "de"], transportComponent: .usbHost(id: 1, name: "iAP2 over USB"))
+        currentLanguage: "en", supportedLanguages: ["en", "de"], transportComponent: .usbHost(id: 1, name: "iAP2 over USB"),
+        hidComponents: [HIDComponent(id: 1, name: "Steering wheel", function: 1)])
 }
 

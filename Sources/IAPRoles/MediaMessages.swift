@@ -20,6 +20,10 @@ public enum MediaMessage: Hashable, Sendable {
     case stopNowPlayingUpdates
     case nowPlayingUpdate(NowPlayingUpdate)
     case setNowPlayingInformation(elapsedMilliseconds: UInt32?, queueIndex: UInt32?)
+    /// The head unit's media-remote HID component (standard iAP2).
+    case startHID(StartHIDMessage)
+    case accessoryHIDReport(AccessoryHIDReportMessage)
+    case stopHID(StopHIDMessage)
 
     public enum ID {
         public static let browseRequest: UInt16 = 0xB100
@@ -42,7 +46,8 @@ public enum MediaMessage: Hashable, Sendable {
                                               ID.queueResponse, ID.imageResponse, MessageID.nowPlayingUpdate]
     public static let headUnitSends: [UInt16] = [ID.browseRequest, ID.playItem, ID.remoteCommand, ID.limits, ID.queueRequest,
                                                  ID.imageRequest, MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates,
-                                                 ID.setNowPlayingInformation]
+                                                 ID.setNowPlayingInformation, HIDMessageID.startHID, HIDMessageID.accessoryHIDReport,
+                                                 HIDMessageID.stopHID]
 
     // MARK: Encoding
 
@@ -120,6 +125,9 @@ public enum MediaMessage: Hashable, Sendable {
             if let elapsed { parameters.append(.uint32(0, elapsed)) }
             if let index { parameters.append(.uint32(1, index)) }
             return ControlMessage(id: ID.setNowPlayingInformation, parameters: parameters)
+        case .startHID(let message): return message.message
+        case .accessoryHIDReport(let message): return message.message
+        case .stopHID(let message): return message.message
         }
     }
 
@@ -213,6 +221,9 @@ public enum MediaMessage: Hashable, Sendable {
         case ID.setNowPlayingInformation:
             self = .setNowPlayingInformation(elapsedMilliseconds: message.parameter(0) == nil ? nil : try reader.u32(0),
                                              queueIndex: message.parameter(1) == nil ? nil : try reader.u32(1))
+        case HIDMessageID.startHID: self = .startHID(try StartHIDMessage(message))
+        case HIDMessageID.accessoryHIDReport: self = .accessoryHIDReport(try AccessoryHIDReportMessage(message))
+        case HIDMessageID.stopHID: self = .stopHID(try StopHIDMessage(message))
         default:
             return nil
         }

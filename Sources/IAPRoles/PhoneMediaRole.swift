@@ -64,6 +64,7 @@ public struct PhoneMediaRole: Sendable {
     private var connections = 0
     private var nextToken: UInt32 = 1
     private var nextTransfer: UInt8 = 1
+    private var hid = HIDRemoteInterpreter()
 
     public init(appName: String, commands: RemoteCommandCenter, offersContent: Bool, loadTimeout: Duration = .seconds(5)) {
         self.appName = appName
@@ -84,6 +85,7 @@ public struct PhoneMediaRole: Sendable {
         if connection != nil { outputs += disconnect(now: now) }
         connections += 1
         connection = Connection(number: connections)
+        hid.reset()
         outputs.append(.connected(connection: connections))
         outputs.append(.send(.advertisedCommands(commands.advertised)))
         outputs.append(.send(.appInformation(name: appName, hasContentTree: offersContent)))
@@ -195,12 +197,45 @@ public struct PhoneMediaRole: Sendable {
         case .remoteCommand(let id, let command):
             let status = commands.perform(command)
             return [.send(.requestStatus(requestID: id, status, error: nil)), .log("command \(command.kind): \(status)")]
+        case .startHID, .accessoryHIDReport, .stopHID:
+            var outputs: [Output] = []
+            for event in hid.receive(message.controlMessage) {
+                switch event {
+                case .started(let start): outputs.append(.log("HID component \(start.componentIdentifier) started (\(start.reportDescriptor.count)-byte descriptor)"))
+                case .stopped(let component): outputs.append(.log("HID component \(component) stopped"))
+                case .problem(let problem): outputs.append(.log("HID: \(problem)"))
+                case .pressed(_, let button):
+                    guard let command = Self.command(for: button) else {
+                        outputs.append(.log("HID \(button) pressed: not a media command here"))
+                        continue
+                    }
+                    outputs.append(.log("HID \(button) pressed: \(command.kind) \(commands.perform(command))"))
+                }
+            }
+            return outputs
         case .setNowPlayingInformation(let elapsed, _):
             guard let elapsed else { return [] }
             let status = commands.perform(.changePlaybackPosition(milliseconds: elapsed))
             return [.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)")]
         default:
             return [.log("ignored \(message.controlMessage.id == 0 ? "a message" : "an unexpected message") from the head unit")]
+        }
+    }
+
+    /// What a remote's button does. Buttons without a value to carry
+    /// (shuffle, repeat) are not turned into mode changes: the phone applies
+    /// modes only as values it is given.
+    static func command(for button: HIDRemote.Button) -> RemoteCommand? {
+        switch button {
+        case .playPause: .togglePlayPause
+        case .play: .play
+        case .pause: .pause
+        case .stop: .stop
+        case .nextTrack: .nextTrack
+        case .previousTrack: .previousTrack
+        case .fastForward: .skipForward(milliseconds: 15_000)
+        case .rewind: .skipBackward(milliseconds: 15_000)
+        default: nil
         }
     }
 

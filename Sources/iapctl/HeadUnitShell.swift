@@ -26,6 +26,7 @@ struct HeadUnitShell {
         "np, watch [SECONDS]   now playing, once or every second",
         "art N                 fetch row N's image over the file-transfer session",
         "buttons               the transport buttons shown now",
+        "press BUTTON          a steering-wheel press over HID: play-pause, next, previous, stop, fast-forward, rewind",
         "quit",
     ]
 
@@ -112,6 +113,12 @@ struct HeadUnitShell {
                 return ([], text + ["row \(argument) has no image"])
             }
             return (role.requestImage(image, now: now), text)
+        case "press":
+            let names: [String: HIDRemote.Button] = ["play-pause": .playPause, "playpause": .playPause, "play": .play, "pause": .pause,
+                                                     "next": .nextTrack, "previous": .previousTrack, "prev": .previousTrack, "stop": .stop,
+                                                     "fast-forward": .fastForward, "rewind": .rewind, "volume-up": .volumeUp, "volume-down": .volumeDown]
+            guard let button = names[argument.lowercased()] else { return ([], text + ["press one of: " + names.keys.sorted().joined(separator: ", ")]) }
+            return (role.press(button), text)
         case "buttons":
             return ([], text + ["\(role.radioControls ? "radio" : "standard") controls: " + role.buttons.map(\.description).joined(separator: ", ")])
         case "quit", "exit":
