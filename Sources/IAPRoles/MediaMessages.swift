@@ -424,7 +424,6 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     /// are replaced one by one.
     public func applied(to base: NowPlayingInfo) -> NowPlayingInfo {
         var result = base
-        func has(_ group: UInt16, _ id: UInt16) -> Bool { present.contains(Self.key(group, id)) }
         if hasMediaItemGroup {
             result.itemID = nil
             result.title = nil
@@ -435,23 +434,25 @@ public struct NowPlayingUpdate: Hashable, Sendable {
             result.durationMilliseconds = nil
             result.artworkTransferID = nil
         }
-        if has(0, 0) { result.itemID = info.itemID }
-        if has(0, 1) { result.title = info.title }
-        if has(0, 4) { result.durationMilliseconds = info.durationMilliseconds }
-        if has(0, 6) { result.albumTitle = info.albumTitle }
-        if has(0, 12) { result.artist = info.artist }
-        if has(0, 16) { result.genre = info.genre }
-        if has(0, 26) { result.artworkTransferID = info.artworkTransferID }
-        if has(0, 0x4000) { result.releaseDate = info.releaseDate }
-        if has(1, 0) || has(1, 0x4000) { result.state = info.state }
-        if has(1, 1) { result.elapsedMilliseconds = info.elapsedMilliseconds }
-        if has(1, 2) { result.queueIndex = info.queueIndex }
-        if has(1, 3) { result.queueCount = info.queueCount }
-        if has(1, 5) { result.shuffleMode = info.shuffleMode }
-        if has(1, 6) { result.repeatMode = info.repeatMode }
-        if has(1, 7) { result.appName = info.appName }
-        if has(1, 12) { result.playbackRate = info.playbackRate }
-        if has(1, 0x4001) { result.defaultPlaybackRate = info.defaultPlaybackRate }
+        // Plain lookups, no closures: applying an update allocates nothing.
+        let present = self.present
+        if present.contains(0x0_0000) { result.itemID = info.itemID }
+        if present.contains(0x0_0001) { result.title = info.title }
+        if present.contains(0x0_0004) { result.durationMilliseconds = info.durationMilliseconds }
+        if present.contains(0x0_0006) { result.albumTitle = info.albumTitle }
+        if present.contains(0x0_000C) { result.artist = info.artist }
+        if present.contains(0x0_0010) { result.genre = info.genre }
+        if present.contains(0x0_001A) { result.artworkTransferID = info.artworkTransferID }
+        if present.contains(0x0_4000) { result.releaseDate = info.releaseDate }
+        if present.contains(0x1_0000) || present.contains(0x1_4000) { result.state = info.state }
+        if present.contains(0x1_0001) { result.elapsedMilliseconds = info.elapsedMilliseconds }
+        if present.contains(0x1_0002) { result.queueIndex = info.queueIndex }
+        if present.contains(0x1_0003) { result.queueCount = info.queueCount }
+        if present.contains(0x1_0005) { result.shuffleMode = info.shuffleMode }
+        if present.contains(0x1_0006) { result.repeatMode = info.repeatMode }
+        if present.contains(0x1_0007) { result.appName = info.appName }
+        if present.contains(0x1_000C) { result.playbackRate = info.playbackRate }
+        if present.contains(0x1_4001) { result.defaultPlaybackRate = info.defaultPlaybackRate }
         return result
     }
 

@@ -39,7 +39,7 @@ public struct ControlMessage: Hashable, Sendable {
     /// Decodes one message that fills `bytes` exactly. Groups are kept as raw
     /// parameter data; read them with `Parameter.group()`.
     public init(decoding bytes: some Collection<UInt8>) throws(WireError) {
-        let bytes = Array(bytes)
+        let bytes = (bytes as? [UInt8]) ?? Array(bytes)
         guard bytes.count >= Self.headerLength else {
             throw WireError(.truncated, "a control message needs \(Self.headerLength) header bytes, got \(bytes.count)")
         }
@@ -91,20 +91,23 @@ public struct Parameter: Hashable, Sendable {
 
     /// Parses a parameter list that must fill `bytes` exactly.
     public static func list(decoding bytes: some Collection<UInt8>) throws(WireError) -> [Parameter] {
-        let bytes = Array(bytes)
+        // An array or a slice of one is read in place, not copied first.
+        let bytes = (bytes as? ArraySlice<UInt8>) ?? ((bytes as? [UInt8]).map { $0[...] } ?? ArraySlice(bytes))
         var result: [Parameter] = []
-        var index = 0
-        while index < bytes.count {
-            guard bytes.count - index >= headerLength else {
-                throw WireError(.truncated, "\(bytes.count - index) stray bytes after the last parameter at offset \(index)")
+        var index = bytes.startIndex
+        let end = bytes.endIndex
+        while index < end {
+            let offset = index - bytes.startIndex
+            guard end - index >= headerLength else {
+                throw WireError(.truncated, "\(end - index) stray bytes after the last parameter at offset \(offset)")
             }
             let length = Int(bytes[index]) << 8 | Int(bytes[index + 1])
             let id = UInt16(bytes[index + 2]) << 8 | UInt16(bytes[index + 3])
             guard length >= headerLength else {
-                throw WireError(.badLength, "parameter \(id) at offset \(index) has length \(length), shorter than its header")
+                throw WireError(.badLength, "parameter \(id) at offset \(offset) has length \(length), shorter than its header")
             }
-            guard index + length <= bytes.count else {
-                throw WireError(.truncated, "parameter \(id) at offset \(index) claims \(length) bytes, only \(bytes.count - index) remain")
+            guard length <= end - index else {
+                throw WireError(.truncated, "parameter \(id) at offset \(offset) claims \(length) bytes, only \(end - index) remain")
             }
             result.append(Parameter(id: id, data: Array(bytes[index + headerLength..<index + length])))
             index += length
