@@ -503,6 +503,7 @@ struct MessageReader {
 /// truncated ever reaches the wire.
 func group(_ id: UInt16, _ members: [Parameter]) -> Parameter {
     var data: [UInt8] = []
+    data.reserveCapacity(members.reduce(0) { $0 + $1.encodedLength })
     for member in members {
         data.appendBigEndian(UInt16(truncatingIfNeeded: member.encodedLength))
         data.appendBigEndian(member.id)

@@ -32,6 +32,8 @@ public struct ControlMessage: Hashable, Sendable {
 
     public func encoded() throws(WireError) -> [UInt8] {
         var bytes: [UInt8] = []
+        // A fresh array of the exact size: one allocation, no regrowth.
+        bytes.reserveCapacity(encodedLength)
         try encode(into: &bytes)
         return bytes
     }
@@ -143,6 +145,7 @@ extension Parameter {
     public static func blob(_ id: UInt16, _ value: [UInt8]) -> Parameter { Parameter(id: id, data: value) }
     public static func group(_ id: UInt16, _ parameters: [Parameter]) throws(WireError) -> Parameter {
         var data: [UInt8] = []
+        data.reserveCapacity(parameters.reduce(0) { $0 + $1.encodedLength })
         for parameter in parameters { try parameter.encode(into: &data) }
         return Parameter(id: id, data: data)
     }

@@ -119,6 +119,7 @@ public struct LinkPacket: Hashable, Sendable {
     /// The packet's bytes.
     public func encoded() throws(WireError) -> [UInt8] {
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(encodedLength)
         try encode(into: &bytes)
         return bytes
     }
