@@ -296,6 +296,9 @@ public struct HIDInputLayout: Hashable, Sendable {
 
     /// The largest descriptor accepted (the StartHID parameter's own limit).
     public static let maximumDescriptorLength = 0xFFFF - Parameter.headerLength
+    /// Usages one descriptor may name: a remote has a few dozen; the bound
+    /// keeps a hostile descriptor from costing memory.
+    public static let maximumUsages = 4096
 
     public init(descriptor: [UInt8]) throws(WireError) {
         guard !descriptor.isEmpty else { throw WireError(.badLength, "the report descriptor is empty") }
@@ -312,6 +315,8 @@ public struct HIDInputLayout: Hashable, Sendable {
         var globals = Globals()
         var stack: [Globals] = []
         var usages: [Usage] = []
+        // Usages named so far in the whole descriptor, against `maximumUsages`.
+        var usageTotal = 0
         var usageMinimum: Usage?
         var collectionDepth = 0
         var sawReportID = false
@@ -407,12 +412,21 @@ public struct HIDInputLayout: Hashable, Sendable {
                 }
             case 2:  // local
                 switch tag {
-                case 0x0: usages.append(extended(value, size: size, page: globals.usagePage))
+                case 0x0:
+                    usageTotal += 1
+                    guard usageTotal <= Self.maximumUsages else {
+                        throw WireError(.tooLarge, "the descriptor names more than \(Self.maximumUsages) usages")
+                    }
+                    usages.append(extended(value, size: size, page: globals.usagePage))
                 case 0x1: usageMinimum = extended(value, size: size, page: globals.usagePage)
                 case 0x2:
                     let maximum = extended(value, size: size, page: globals.usagePage)
                     guard let minimum = usageMinimum, minimum <= maximum, maximum - minimum < 0x10000 else {
                         throw WireError(.badValue, "Usage Maximum at offset \(offset) has no Usage Minimum at or below it")
+                    }
+                    usageTotal += Int(maximum - minimum) + 1
+                    guard usageTotal <= Self.maximumUsages else {
+                        throw WireError(.tooLarge, "the descriptor names more than \(Self.maximumUsages) usages")
                     }
                     usages += Array(minimum...maximum)
                     usageMinimum = nil
@@ -488,6 +502,8 @@ public struct HIDRemoteInterpreter: Sendable {
     }
 
     private var components: [UInt16: Component] = [:]
+    /// Components one accessory may start at once.
+    public static let maximumComponents = 8
 
     public init() {}
 
@@ -513,6 +529,9 @@ public struct HIDRemoteInterpreter: Sendable {
                 let layout: HIDInputLayout
                 do { layout = try HIDInputLayout(descriptor: start.reportDescriptor) } catch {
                     return [.problem("StartHID for component \(start.componentIdentifier): unusable report descriptor (\(start.reportDescriptor.count) bytes): \(error.detail)")]
+                }
+                guard components[start.componentIdentifier] != nil || components.count < Self.maximumComponents else {
+                    return [.problem("StartHID for component \(start.componentIdentifier): already \(Self.maximumComponents) components started")]
                 }
                 // A repeated StartHID replaces the component and starts with nothing held.
                 components[start.componentIdentifier] = Component(start: start, layout: layout)

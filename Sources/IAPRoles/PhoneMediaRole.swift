@@ -239,7 +239,15 @@ public struct PhoneMediaRole: Sendable {
         }
     }
 
+    /// Requests waiting for the app at once; more are refused, so a head
+    /// unit that floods the phone cannot make it grow.
+    public static let maximumPendingRequests = 64
+
     private mutating func startLoad(_ request: LoadRequest, requestID: UInt32, in current: inout Connection, now: LinkInstant) -> Output {
+        guard current.pending.count < Self.maximumPendingRequests else {
+            return answerFailure(request, requestID: requestID, status: .exceedsLimits,
+                                 error: "\(Self.maximumPendingRequests) requests are already waiting for the app")
+        }
         let token = nextToken
         nextToken &+= 1
         current.pending[token] = (requestID, request, now + loadTimeout)

@@ -470,3 +470,61 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(sent(phone.receive(.imageRequest(requestID: 2, imageID: "x", scale: 9), now: t0)).first == .imageResponse(requestID: 2, .commandFailed, transferID: nil, error: "image scale 9 is not 1, 2 or 3"))
     }
 }
+
+@Suite struct HostilePeerTests {
+    @Test func aFloodOfRequestsIsRefusedNotQueued() {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        var refused = 0
+        for id in 1...500 as ClosedRange<UInt32> {
+            for case .send(.browseResponse(let response)) in phone.receive(.browseRequest(requestID: id, containerID: "library", offset: 0, count: 10), now: t0) {
+                if response.status == .exceedsLimits { refused += 1 }
+            }
+        }
+        #expect(refused == 500 - PhoneMediaRole.maximumPendingRequests)
+    }
+
+    @Test func hidComponentsAndUsagesAreBounded() throws {
+        var interpreter = HIDRemoteInterpreter()
+        for id in 0..<20 as Range<UInt16> {
+            _ = interpreter.receive(StartHIDMessage(componentIdentifier: id, vendorIdentifier: 1, productIdentifier: 1,
+                                                   reportDescriptor: HIDRemote.reportDescriptor).message)
+        }
+        #expect(interpreter.componentIdentifiers.count == HIDRemoteInterpreter.maximumComponents)
+        // Usage Minimum 0, Usage Maximum 0xFFFF, repeated: refused, not expanded.
+        var descriptor: [UInt8] = [0x05, 0x0C, 0x09, 0x01, 0xA1, 0x01]
+        for _ in 0..<10 { descriptor += [0x19, 0x00, 0x2A, 0xFF, 0x0F] }
+        descriptor += [0x15, 0x00, 0x25, 0x01, 0x75, 0x01, 0x95, 0x10, 0x81, 0x02, 0xC0]
+        #expect(throws: WireError.self) { try HIDInputLayout(descriptor: descriptor) }
+    }
+
+    @Test func randomBytesNeverCrashTheStack() throws {
+        var generator = SystemRandomNumberGenerator()
+        var phone = makePhone()
+        var headUnit = HeadUnitMediaRole()
+        _ = phone.connect(now: t0)
+        _ = headUnit.connect(now: t0)
+        var channel = ControlChannel()
+        var link = LinkEnd(configuration: LinkConfiguration(role: .device))
+        _ = link.start(now: t0)
+        for round in 0..<300 {
+            // Random bytes at the link, and random well-framed messages at the roles.
+            let junk = (0..<Int.random(in: 1...200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            _ = link.receive(junk, now: at(Int64(round)))
+            _ = link.tick(now: at(Int64(round) + 1))
+            let id = [UInt16(0xB100), 0xB101, 0xB102, 0xB103, 0xB110, 0xB112, 0xB113, 0xB114, 0xB120, 0xB121, 0xB130, 0xB131, 0x5000, 0x5001, 0x6800, 0x6802].randomElement(using: &generator)!
+            let parameters = (0..<Int.random(in: 0...8, using: &generator)).map { _ in
+                Parameter(id: UInt16.random(in: 0...12, using: &generator), data: (0..<Int.random(in: 0...12, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            }
+            let bytes = try ControlMessage(id: id, parameters: parameters).encoded()
+            for case .message(let message) in channel.receive(bytes).inputs {
+                guard let typed = try? MediaMessage(message) else { continue }
+                _ = phone.receive(typed, now: at(Int64(round)))
+                _ = headUnit.receive(typed, now: at(Int64(round)))
+            }
+        }
+        _ = phone.tick(now: at(10_000))
+        _ = headUnit.tick(now: at(10_000))
+        #expect(phone.isConnected)
+    }
+}
