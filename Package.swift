@@ -33,6 +33,10 @@ let package = Package(
         // What runs over the link: the control channel (message reassembly,
         // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
         .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
+        // Hotplug: udev events read, devices matched, and the supervisor that
+        // keeps one connection per plugged device. Sans-IO; the libudev and
+        // libusb edges build on it.
+        .target(name: "IAPHotplug", dependencies: ["IAPLink"]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles"]),
@@ -45,6 +49,7 @@ let package = Package(
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
+        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
