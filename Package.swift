@@ -33,6 +33,9 @@ let package = Package(
         // What runs over the link: the control channel (message reassembly,
         // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
         .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
+        // A link end with its roles over a real transport, in real time: what
+        // `iapctl phone`, `head-unit` and `ping` run (and the head-unit shell).
+        .target(name: "IAPEndpoint", dependencies: ["IAPLink", "IAPRoles", "IAPTransport", "IAPWire"]),
         // Hotplug: udev events read, devices matched, and the supervisor that
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
@@ -43,12 +46,13 @@ let package = Package(
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPEndpoint",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
+        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IAPConformance
+import IAPEndpoint
 import IAPTrace
 import IAPTransport
 

@@ -3,6 +3,7 @@ import ArgumentParser
 import Glibc
 #endif
 import IAPLink
+import IAPEndpoint
 import IAPRoles
 import IAPTransport
 import IAPWire

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IAPLink
+import IAPEndpoint
 import IAPRoles
 import IAPTrace
 import IAPTransport

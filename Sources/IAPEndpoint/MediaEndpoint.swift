@@ -7,7 +7,7 @@ import IAPTransport
 import IAPWire
 
 /// Which end of the link a command runs, and with what on top.
-enum EndKind: String {
+public enum EndKind: String, Sendable {
     /// The device end: identification, then the media role with the sample app.
     case phone = "phone"
     /// The accessory end: identification, then the media role and its shell.
@@ -17,15 +17,15 @@ enum EndKind: String {
     /// An accessory end with no role, for `iapctl ping`.
     case pinger = "ping"
 
-    var linkRole: LinkRole { self == .phone || self == .responder ? .device : .accessory }
+    public var linkRole: LinkRole { self == .phone || self == .responder ? .device : .accessory }
 }
 
 /// One link end over a real transport with the roles on top, in real time.
 /// Everything that happens (link events, the app's answers, timer ticks,
 /// shell lines) is serialised through one stream and handled in order by
 /// `run`, so the sans-IO roles are only ever touched from one task.
-final class MediaEndpoint: @unchecked Sendable {
-    enum Input: Sendable {
+public final class MediaEndpoint: @unchecked Sendable {
+    public enum Input: Sendable {
         case link(LinkDriverEvent)
         case loaded(token: UInt32, PhoneMediaRole.LoadResult)
         case tick
@@ -33,9 +33,9 @@ final class MediaEndpoint: @unchecked Sendable {
         case outgoing(ControlMessage)
     }
 
-    let kind: EndKind
-    let driver: LinkDriver
-    let inputs: AsyncStream<Input>
+    public let kind: EndKind
+    public let driver: LinkDriver
+    public let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
     private let log: @Sendable (String) -> Void
 
@@ -43,12 +43,12 @@ final class MediaEndpoint: @unchecked Sendable {
     private var channel = ControlChannel()
     private var controlSession: UInt8?
     private var fileSession: UInt8?
-    private(set) var everUp = false
+    public private(set) var everUp = false
     private var phoneIdentification = PhoneIdentificationRole()
     private var headIdentification = HeadUnitIdentificationRole()
-    let app: SampleApp
-    private(set) var phone: PhoneMediaRole
-    private(set) var headUnit = HeadUnitMediaRole()
+    public let app: SampleApp
+    public private(set) var phone: PhoneMediaRole
+    public private(set) var headUnit = HeadUnitMediaRole()
     private var mediaConnected = false
     private var fileReceiver = FileTransferReceiver()
     private var fileSenders: [UInt8: FileTransferSender] = [:]
@@ -56,11 +56,11 @@ final class MediaEndpoint: @unchecked Sendable {
     private var shellLines: [String] = []
     private var shellEnded = false
     /// Called for every message no role consumed (ping answers).
-    var onMessage: (@Sendable (ControlMessage) -> Void)?
+    public var onMessage: (@Sendable (ControlMessage) -> Void)?
     /// Whether to stop, checked after every input.
-    var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
+    public var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
 
-    init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard,
+    public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard,
          log: @escaping @Sendable (String) -> Void) {
         self.kind = kind
         app = SampleApp(library: library)
@@ -72,11 +72,11 @@ final class MediaEndpoint: @unchecked Sendable {
         if shell { self.shell = HeadUnitShell() }
     }
 
-    var nowPlayingUpdates: Int { headUnit.nowPlaying.updates }
-    var shellFinished: Bool { shellEnded && shellLines.isEmpty && headUnit.nextDeadline == nil }
+    public var nowPlayingUpdates: Int { headUnit.nowPlaying.updates }
+    public var shellFinished: Bool { shellEnded && shellLines.isEmpty && headUnit.nextDeadline == nil }
 
     /// Starts the transport, the event forwarding and the ticker.
-    func start() throws(TransportError) {
+    public func start() throws(TransportError) {
         try driver.start()
         let events = driver.events
         let feed = self.feed
@@ -93,14 +93,14 @@ final class MediaEndpoint: @unchecked Sendable {
     }
 
     /// Lines for the shell (a script on standard input, or a person).
-    func feedShell(_ line: String?) { feed.yield(.shell(line)) }
+    public func feedShell(_ line: String?) { feed.yield(.shell(line)) }
 
     /// Sends a message on the control session from another task (the ping
     /// loop); it goes out in order with everything else.
-    func sendFromOutside(_ message: ControlMessage) { feed.yield(.outgoing(message)) }
+    public func sendFromOutside(_ message: ControlMessage) { feed.yield(.outgoing(message)) }
 
     /// Handles inputs until the link's events end or `stopWhen` says so.
-    func run() async {
+    public func run() async {
         for await input in inputs {
             await handle(input)
             if stopWhen?(self) == true { return }
@@ -300,7 +300,7 @@ final class MediaEndpoint: @unchecked Sendable {
         }
     }
 
-    func send(_ message: ControlMessage) async {
+    public func send(_ message: ControlMessage) async {
         guard let session = controlSession else {
             log("cannot send \(MessageCatalog.name(of: message.id) ?? "a message"): the link is not up")
             return
@@ -371,5 +371,5 @@ final class MediaEndpoint: @unchecked Sendable {
         }
     }
 
-    var shellQuit: Bool { shell?.quit ?? false }
+    public var shellQuit: Bool { shell?.quit ?? false }
 }

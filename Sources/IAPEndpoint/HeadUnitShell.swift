@@ -1,11 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import IAPLink
 import IAPRoles
 
 /// The head unit's shell: a line in, role actions and text out.
-struct HeadUnitShell {
+public struct HeadUnitShell: Sendable {
     /// The container shown (`""` is the tabs).
     private(set) var path: [String] = [""]
     private(set) var quit = false
@@ -151,23 +148,3 @@ struct HeadUnitShell {
     }
 }
 
-/// Standard input, line by line, on its own thread (a blocking read never
-/// runs on Swift concurrency's pool). `nil` marks the end.
-enum StandardInputLines {
-    static func start(_ deliver: @escaping @Sendable (String?) -> Void) {
-        let box = Unmanaged.passRetained(LineSink(deliver))
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            let sink = Unmanaged<LineSink>.fromOpaque(context!).takeRetainedValue()
-            while let line = readLine() { sink.deliver(line) }
-            sink.deliver(nil)
-            return nil
-        }, box.toOpaque())
-        if result == 0 { pthread_detach(thread) } else { box.release(); deliver(nil) }
-    }
-
-    final class LineSink: Sendable {
-        let deliver: @Sendable (String?) -> Void
-        init(_ deliver: @escaping @Sendable (String?) -> Void) { self.deliver = deliver }
-    }
-}

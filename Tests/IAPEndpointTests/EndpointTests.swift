@@ -1,0 +1,69 @@
+import Synchronization
+import Testing
+import IAPEndpoint
+import IAPLink
+import IAPRoles
+import IAPTransport
+
+final class Lines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func add(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// The phone and head-unit endpoints in real time over the loopback, the
+/// head unit driven by a shell script, as `iapctl head-unit` runs them.
+func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), seed: UInt64 = 1) async throws -> (phone: MediaEndpoint, headUnit: MediaEndpoint, log: Lines) {
+    let log = Lines()
+    let (a, b) = LoopbackTransport.pair(towardsSecond: faults, towardsFirst: faults, seed: seed)
+    let headUnit = MediaEndpoint(kind: .headUnit, transport: a, shell: true) { log.add("head unit: " + $0) }
+    let phone = MediaEndpoint(kind: .phone, transport: b) { log.add("phone: " + $0) }
+    let stop: @Sendable (MediaEndpoint) -> Bool = { $0.kind == .headUnit && ($0.shellQuit || $0.shellFinished) && $0.nowPlayingUpdates > 0 }
+    headUnit.stopWhen = stop
+    phone.stopWhen = stop
+    try phone.start()
+    try headUnit.start()
+    for line in script { headUnit.feedShell(line) }
+    headUnit.feedShell(nil)
+    await withTaskGroup(of: Void.self) { group in
+        group.addTask { await headUnit.run() }
+        group.addTask { await phone.run() }
+        // Guard against a hang: the script must finish well within this.
+        group.addTask { try? await Task.sleep(for: .seconds(30)) }
+        await group.next()
+        headUnit.driver.close()
+        phone.driver.close()
+        group.cancelAll()
+        await group.waitForAll()
+    }
+    return (phone, headUnit, log)
+}
+
+@Suite(.serialized) struct EndpointTests {
+    @Test func aShellScriptBrowsesPlaysAndControls() async throws {
+        let (phone, headUnit, log) = try await drive(["cd 1", "cd 2", "play 4", "next", "repeat all", "shuffle songs", "press play-pause", "queue", "cd /", "cd 4", "retry", "quit"])
+        let info = headUnit.headUnit.nowPlaying.info
+        #expect(info.title == "All Blues", "\(log.all.suffix(20))")
+        #expect(info.repeatMode == .all && info.shuffleMode == .items)
+        #expect(phone.app.snapshot.playback == .paused, "play/pause pressed over HID, then the head unit went away")
+        #expect(headUnit.headUnit.containers["podcasts"]?.isComplete == true)
+        #expect(log.all.contains { $0.contains("up next (success)") })
+        #expect(log.all.contains { $0.contains("phone: identified iap-devkit head unit") })
+        #expect(log.all.contains { $0.contains("HID play/pause pressed: toggle_play_pause success") })
+    }
+
+    @Test func theSameScriptOverALossyWireEndsTheSame() async throws {
+        var faults = WireFaults(loss: 0.1, duplication: 0.05, reordering: 0.05, corruption: 0.02)
+        faults.delay = .milliseconds(1)
+        let (_, headUnit, log) = try await drive(["cd 1", "cd 2", "play 4", "next", "repeat one", "np", "quit"], faults: faults, seed: 5)
+        let info = headUnit.headUnit.nowPlaying.info
+        #expect(info.title == "All Blues", "\(log.all.suffix(20))")
+        #expect(info.repeatMode == .one)
+    }
+
+    @Test func unknownShellCommandsSayWhatToDo() async throws {
+        let (_, _, log) = try await drive(["frobnicate", "cd 99", "play", "quit"])
+        #expect(log.all.contains { $0.contains("unknown command frobnicate; `help` lists them") })
+        #expect(log.all.contains { $0.contains("no row 99 here") })
+    }
+}
