@@ -1,0 +1,110 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import IAPEndpoint
+import IAPLink
+import IAPTransport
+
+struct Gadget: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make this Linux board USB test hardware: an iAP interface over FunctionFS, running the phone or head-unit role.",
+        discussion: """
+        A board with a USB device controller (a Raspberry Pi Zero, a BeagleBone, or
+        the dummy UDC of the QEMU lab) appears to the host it is plugged into as a
+        device with the iAP interface (class 0xFF, subclass 0xF0, protocol 0x00,
+        one bulk IN and one bulk OUT endpoint, at full, high and super speed).
+        Each time the host enables it, a fresh connection runs the chosen role;
+        disable, suspend and unbind end it (reported once), the next enable starts
+        a new one.
+
+        Set the gadget up first (configfs and the functionfs mount, as root):
+          scripts/gadget-setup.sh            # creates /sys/kernel/config/usb_gadget/iapdevkit, mounts /dev/ffs-iap
+        then:
+          iapctl gadget --role phone --udc auto
+        (or bind it yourself after this command has written the descriptors:
+          echo "$(ls /sys/class/udc | head -1)" > /sys/kernel/config/usb_gadget/iapdevkit/UDC)
+        """
+    )
+
+    @Option(help: "The role to run over USB: phone or head-unit.")
+    var role: String = "phone"
+
+    @Option(help: "Where functionfs is mounted.")
+    var ffs: String = "/dev/ffs-iap"
+
+    @Option(help: "Bind the gadget to this UDC once the descriptors are written (a name from /sys/class/udc, or auto for the first).")
+    var udc: String?
+
+    @Option(help: "The configfs gadget directory (for --udc).")
+    var gadget: String = "/sys/kernel/config/usb_gadget/iapdevkit"
+
+    func validate() throws {
+        guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
+    }
+
+    func run() async throws {
+        let logger = Logger()
+        let kind: EndKind = role == "phone" ? .phone : .headUnit
+        let gadgetDevice: FunctionFSGadget
+        do {
+            gadgetDevice = try FunctionFSGadget(mountPoint: ffs)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        logger("gadget", "descriptors written to \(ffs)/ep0")
+        let (connections, feed) = AsyncStream.makeStream(of: Transport.self)
+        do {
+            try gadgetDevice.start(
+                onEvent: { logger("gadget", "host event: \($0)") },
+                onConnection: { feed.yield($0) },
+                onEnd: { reason in
+                    logger("gadget", "stopped: \(reason)")
+                    feed.finish()
+                })
+        } catch {
+            throw ValidationError(error.description)
+        }
+        if let udc { try bind(udc, logger: logger) }
+        var number = 0
+        for await transport in connections {
+            number += 1
+            let label = "\(role) #\(number)"
+            let endpoint = MediaEndpoint(kind: kind, transport: transport) { logger(label, $0) }
+            do {
+                try endpoint.start()
+            } catch {
+                logger(label, "cannot start: \(error)")
+                continue
+            }
+            logger(label, "connected")
+            Task {
+                await endpoint.run()
+                logger(label, "disconnected")
+            }
+        }
+    }
+
+    private func bind(_ requested: String, logger: Logger) throws {
+        var name = requested
+        if requested == "auto" {
+            guard let directory = opendir("/sys/class/udc") else { throw ValidationError("no /sys/class/udc: this kernel has no USB device controller") }
+            defer { closedir(directory) }
+            var found: String?
+            while let entry = readdir(directory) {
+                let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if !entryName.hasPrefix(".") { found = entryName; break }
+            }
+            guard let found else { throw ValidationError("/sys/class/udc is empty: load a UDC driver (dummy_hcd in the lab)") }
+            name = found
+        }
+        let path = gadget + "/UDC"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno))) (run scripts/gadget-setup.sh as root first)") }
+        defer { close(fd) }
+        let line = name + "\n"
+        let written = line.withCString { write(fd, $0, strlen($0)) }
+        guard written > 0 else { throw ValidationError("binding to \(name) failed: \(String(cString: strerror(errno)))") }
+        logger("gadget", "bound to UDC \(name)")
+    }
+}
