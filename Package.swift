@@ -36,6 +36,10 @@ let package = Package(
         // A link end with its roles over a real transport, in real time: what
         // `iapctl phone`, `head-unit` and `ping` run (and the head-unit shell).
         .target(name: "IAPEndpoint", dependencies: ["IAPLink", "IAPRoles", "IAPTransport", "IAPWire"]),
+        // libusb, for the USB host transport only: nothing below IAPUSB needs it.
+        .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
+        // The USB host transport (libusb on a dedicated event thread).
+        .target(name: "IAPUSB", dependencies: ["CLibUSB", "IAPTransport"]),
         // Hotplug: udev events read, devices matched, and the supervisor that
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
@@ -46,13 +50,14 @@ let package = Package(
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPEndpoint",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPEndpoint", "IAPUSB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPTransport", "IAPLink"]),
+        .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),

@@ -3,10 +3,9 @@
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
-# Debian packages the build and tests need. None yet: the wire codecs and the
-# trace decoder use the standard library only. libusb and libudev join this
-# list with the USB transport.
-packages=()
+# Debian packages the build needs: libusb for the USB host transport (the
+# only C library the package links) and pkg-config to find it.
+packages=(libusb-1.0-0-dev pkg-config)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -15,7 +14,10 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}" >&2
     sudo_cmd=()
-    [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "error: ${missing[*]} must be installed (as root: apt-get install ${missing[*]})" >&2; exit 1; }
+        sudo_cmd=(sudo)
+    fi
     export DEBIAN_FRONTEND=noninteractive
     "${sudo_cmd[@]}" apt-get update -qq
     "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \

@@ -4,14 +4,18 @@
 /// - `loopback`: both link ends in this process over an in-memory wire;
 /// - `tcp:HOST:PORT`: connect to a peer;
 /// - `tcp-listen:HOST:PORT`: wait for one peer to connect;
-/// - `serial:PATH@BAUD`: a serial port in raw mode, e.g. `serial:/dev/ttyUSB0@115200`.
+/// - `serial:PATH@BAUD`: a serial port in raw mode, e.g. `serial:/dev/ttyUSB0@115200`;
+/// - `usb:VID:PID` (hex, PID optional) or `usb:auto`: the iAP interface of a
+///   USB device, this machine being the USB host.
 public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
     case loopback
     case tcp(host: String, port: UInt16)
     case tcpListen(host: String, port: UInt16)
     case serial(path: String, baud: Int)
+    /// nil vendor: the first device with an iAP interface.
+    case usb(vendor: UInt16?, product: UInt16?)
 
-    public static let forms = "loopback, tcp:HOST:PORT, tcp-listen:HOST:PORT, serial:/dev/ttyUSB0@115200"
+    public static let forms = "loopback, tcp:HOST:PORT, tcp-listen:HOST:PORT, serial:/dev/ttyUSB0@115200, usb:VID:PID, usb:auto"
 
     public init(parsing text: String) throws(TransportError) {
         if text == "loopback" {
@@ -49,6 +53,20 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             self = .serial(path: path, baud: baud)
             return
         }
+        if text.hasPrefix("usb:") {
+            let rest = text.dropFirst("usb:".count)
+            if rest == "auto" {
+                self = .usb(vendor: nil, product: nil)
+                return
+            }
+            let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let vendor = UInt16(parts[0], radix: 16),
+                  parts.count == 1 || UInt16(parts[1], radix: 16) != nil else {
+                throw TransportError("'\(text)': write usb:VID:PID in hex (usb:05ac:12a8), usb:VID, or usb:auto")
+            }
+            self = .usb(vendor: vendor, product: parts.count == 2 ? UInt16(parts[1], radix: 16) : nil)
+            return
+        }
         throw TransportError("unknown transport '\(text)'; use one of: \(Self.forms)")
     }
 
@@ -58,6 +76,9 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
         case .tcp(let host, let port): "tcp:\(host.contains(":") ? "[\(host)]" : host):\(port)"
         case .tcpListen(let host, let port): "tcp-listen:\(host.contains(":") ? "[\(host)]" : host):\(port)"
         case .serial(let path, let baud): "serial:\(path)@\(baud)"
+        case .usb(nil, _): "usb:auto"
+        case .usb(let vendor?, let product):
+            "usb:" + String(vendor, radix: 16) + (product.map { ":" + String($0, radix: 16) } ?? "")
         }
     }
 }

@@ -94,10 +94,10 @@ struct Decode: ParsableCommand {
             try input.finish(emit: emit)
         } catch let error as InputFile.OpenError {
             output.flush()
-            throw DecodeFailure(message: error.description)
+            throw CommandFailure(message: error.description)
         } catch let error as TraceInputError {
             output.flush()
-            throw DecodeFailure(message: "\(file ?? SampleTrace.name): \(error.description)")
+            throw CommandFailure(message: "\(file ?? SampleTrace.name): \(error.description)")
         }
 
         if stats {
@@ -118,7 +118,9 @@ struct Decode: ParsableCommand {
     }
 }
 
-struct DecodeFailure: Error, CustomStringConvertible {
+/// A command that could not do its job: the message says why; the exit
+/// status is 1 (usage errors are ArgumentParser's, with status 64).
+struct CommandFailure: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
 }

@@ -87,13 +87,13 @@ struct Demo: ParsableCommand {
                                 timestampMicroseconds: epoch + entry.time.nanoseconds / 1000)
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw DecodeFailure(message: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let bytes = writer.bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            guard written > 0 else { throw DecodeFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+            guard written > 0 else { throw CommandFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
             offset += written
         }
     }

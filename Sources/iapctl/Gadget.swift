@@ -50,7 +50,7 @@ struct Gadget: AsyncParsableCommand {
         do {
             gadgetDevice = try FunctionFSGadget(mountPoint: ffs)
         } catch {
-            throw ValidationError(error.description)
+            throw CommandFailure(message: error.description)
         }
         logger("gadget", "descriptors written to \(ffs)/ep0")
         let (connections, feed) = AsyncStream.makeStream(of: Transport.self)
@@ -63,7 +63,7 @@ struct Gadget: AsyncParsableCommand {
                     feed.finish()
                 })
         } catch {
-            throw ValidationError(error.description)
+            throw CommandFailure(message: error.description)
         }
         if let udc { try bind(udc, logger: logger) }
         var number = 0

@@ -9,20 +9,20 @@ enum LibraryFile {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw DecodeFailure(message: "cannot read the library \(path): \(error.localizedDescription)")
+            throw CommandFailure(message: "cannot read the library \(path): \(error.localizedDescription)")
         }
         let library: SampleLibrary
         do {
             library = try JSONDecoder().decode(SampleLibrary.self, from: data)
         } catch let DecodingError.keyNotFound(key, context) {
-            throw DecodeFailure(message: "\(path): missing \"\(key.stringValue)\" at \(where_(context))")
+            throw CommandFailure(message: "\(path): missing \"\(key.stringValue)\" at \(where_(context))")
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw DecodeFailure(message: "\(path): wrong type at \(where_(context)): \(context.debugDescription)")
+            throw CommandFailure(message: "\(path): wrong type at \(where_(context)): \(context.debugDescription)")
         } catch let DecodingError.dataCorrupted(context) {
-            throw DecodeFailure(message: "\(path): not valid JSON at \(where_(context)): \(context.debugDescription)")
+            throw CommandFailure(message: "\(path): not valid JSON at \(where_(context)): \(context.debugDescription)")
         }
         let problems = library.problems
-        guard problems.isEmpty else { throw DecodeFailure(message: "\(path): " + problems.joined(separator: "; ")) }
+        guard problems.isEmpty else { throw CommandFailure(message: "\(path): " + problems.joined(separator: "; ")) }
         return library
     }
 

@@ -6,6 +6,7 @@ import IAPLink
 import IAPEndpoint
 import IAPRoles
 import IAPTransport
+import IAPUSB
 import IAPWire
 
 extension TransportSpec: ExpressibleByArgument {
@@ -35,6 +36,8 @@ func openTransports(_ spec: TransportSpec) throws -> (Transport, Transport?) {
         return (TCPTransport.listen(host: host, port: port), nil)
     case .serial(let path, let baud):
         return (SerialTransport.open(path: path, baud: baud), nil)
+    case .usb(let vendor, let product):
+        return (USBHostTransport(selector: USBDeviceSelector(vendorID: vendor, productID: product)), nil)
     }
 }
 
@@ -84,7 +87,7 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
         try counterpart?.start()
         try end.start()
     } catch {
-        throw ValidationError(error.description)
+        throw CommandFailure(message: error.description)
     }
     logger(kind.rawValue, "running over \(options.transport)" + (headUnit != nil && interactive ? "; type `help` for the shell's commands" : ""))
     if let headUnit, !once { StandardInputLines.start { headUnit.feedShell($0) } }

@@ -56,7 +56,7 @@ struct Ping: AsyncParsableCommand {
             try responder?.start()
             try end.start()
         } catch {
-            throw ValidationError(error.description)
+            throw CommandFailure(message: error.description)
         }
         let loops = Task {
             await withTaskGroup(of: Void.self) { group in
