@@ -44,13 +44,18 @@ let package = Package(
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
         .target(name: "IAPHotplug", dependencies: ["IAPLink"]),
+        // libudev, for hotplug monitoring and device listing only.
+        .systemLibrary(name: "CLibUDev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        // The udev edge: USB devices enumerated and watched (add/remove) on
+        // a thread of their own, fed to the supervisor.
+        .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport"]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles"]),
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPEndpoint", "IAPUSB",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPEndpoint", "IAPUSB", "IAPUdev", "IAPHotplug",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -58,7 +63,7 @@ let package = Package(
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
-        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"]),
+        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),

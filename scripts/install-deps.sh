@@ -3,9 +3,10 @@
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
-# Debian packages the build needs: libusb for the USB host transport (the
-# only C library the package links) and pkg-config to find it.
-packages=(libusb-1.0-0-dev pkg-config)
+# Debian packages the build needs: libusb for the USB host transport,
+# libudev for hotplug (the only C libraries the package links) and
+# pkg-config to find them.
+packages=(libusb-1.0-0-dev libudev-dev pkg-config)
 
 missing=()
 for package in "${packages[@]}"; do

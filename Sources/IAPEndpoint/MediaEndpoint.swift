@@ -44,6 +44,8 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var controlSession: UInt8?
     private var fileSession: UInt8?
     public private(set) var everUp = false
+    /// Why the link last went down or the transport closed, nil while it has not.
+    public private(set) var endReason: String?
     private var phoneIdentification = PhoneIdentificationRole()
     private var headIdentification = HeadUnitIdentificationRole()
     public let app: SampleApp
@@ -146,6 +148,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             if kind == .phone { await perform(phoneIdentification.linkUp()) }
         case .link(.down(let reason)):
             log("link down: \(reason)")
+            endReason = "link down: \(reason)"
             await disconnected()
         case .link(.failed(let failure)):
             log("link failed: \(failure)")
@@ -178,6 +181,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             }
         case .transportClosed(let reason):
             log("transport closed: \(reason)")
+            endReason = endReason ?? "transport closed: \(reason)"
             await disconnected()
         }
     }

@@ -45,9 +45,8 @@ final class DescriptorTransport: Transport {
         guard wake.read >= 0 else { throw TransportError("\(name): cannot create a wake-up pipe: \(String(cString: strerror(errno)))") }
         state.withLock { $0.handler = handler }
         started.withLock { $0 = true }
-        let thread = ReaderThread { [self] in run() }
         do {
-            try thread.start(name: name)
+            try DedicatedThread.start("\(name) reads") { [self] in run() }
         } catch {
             started.withLock { $0 = false }
             throw error
@@ -149,28 +148,5 @@ final class DescriptorTransport: Transport {
         }
         if descriptor >= 0 { Glibc.close(descriptor) }
         handler?(.closed(reason))
-    }
-}
-
-/// A plain POSIX thread for a blocking loop (reads, accept): blocking calls
-/// never run on Swift concurrency's cooperative pool.
-final class ReaderThread: Sendable {
-    private let body: @Sendable () -> Void
-
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-
-    func start(name: String) throws(TransportError) {
-        let box = Unmanaged.passRetained(self)
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            let reader = Unmanaged<ReaderThread>.fromOpaque(context!).takeRetainedValue()
-            reader.body()
-            return nil
-        }, box.toOpaque())
-        guard result == 0 else {
-            box.release()
-            throw TransportError("\(name): cannot start a reader thread: \(String(cString: strerror(result)))")
-        }
-        pthread_detach(thread)
     }
 }

@@ -126,8 +126,7 @@ public final class FunctionFSGadget: Sendable {
     /// Runs `run` on its own thread; `onEnd` gets the reason it stopped.
     public func start(onEvent: @escaping @Sendable (FunctionFSEvent) -> Void, onConnection: @escaping @Sendable (Transport) -> Void,
                       onEnd: @escaping @Sendable (String) -> Void) throws(TransportError) {
-        let thread = ReaderThread { [self] in onEnd(run(onEvent: onEvent, onConnection: onConnection)) }
-        try thread.start(name: "gadget ep0")
+        try DedicatedThread.start("gadget ep0") { [self] in onEnd(run(onEvent: onEvent, onConnection: onConnection)) }
     }
 
     /// Reads ep0 events until an error, calling `onEvent` for each and
@@ -202,8 +201,7 @@ final class EndpointTransport: Transport {
             throw TransportError("cannot open the gadget's endpoints \(input) and \(output): \(String(cString: strerror(errno)))")
         }
         state.withLock { $0 = (inFD, outFD, handler, false) }
-        let thread = ReaderThread { [self] in readLoop(inFD) }
-        try thread.start(name: name)
+        try DedicatedThread.start("\(name) reads") { [self] in readLoop(inFD) }
     }
 
     private func readLoop(_ fd: Int32) {

@@ -19,14 +19,29 @@ public struct USBError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct USBDeviceSelector: Hashable, Sendable, CustomStringConvertible {
     public var vendorID: UInt16?
     public var productID: UInt16?
-    public init(vendorID: UInt16? = nil, productID: UInt16? = nil) {
+    /// One device exactly, as hotplug names it (bus number and address).
+    public var location: (bus: UInt8, address: UInt8)?
+
+    public init(vendorID: UInt16? = nil, productID: UInt16? = nil, location: (bus: UInt8, address: UInt8)? = nil) {
         self.vendorID = vendorID
         self.productID = productID
+        self.location = location
     }
     public var description: String {
+        if let location { return "bus \(location.bus) device \(location.address)" }
         guard let vendorID else { return "the first device with an iAP interface" }
         let product = productID.map { hex4($0) } ?? "*"
         return "\(hex4(vendorID)):\(product)"
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.vendorID == b.vendorID && a.productID == b.productID && a.location?.bus == b.location?.bus && a.location?.address == b.location?.address
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(vendorID)
+        hasher.combine(productID)
+        hasher.combine(location?.bus)
+        hasher.combine(location?.address)
     }
 }
 
@@ -95,8 +110,7 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
                 break
             }
         }
-        let thread = EventThread { [self] in eventLoop() }
-        try thread.start(name: name)
+        try DedicatedThread.start("\(name) USB events") { [self] in eventLoop() }
     }
 
     // MARK: Opening
@@ -113,8 +127,10 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
             guard libusb_get_device_descriptor(device, &descriptor) == 0 else { continue }
             if let vendor = selector.vendorID, descriptor.idVendor != vendor { continue }
             if let product = selector.productID, descriptor.idProduct != product { continue }
+            if let location = selector.location,
+               libusb_get_bus_number(device) != location.bus || libusb_get_device_address(device) != location.address { continue }
             guard let found = Self.iapInterface(device, configurations: descriptor.bNumConfigurations) else {
-                if selector.vendorID != nil { lastProblem = "\(selector) has no iAP interface (class 0xFF, subclass 0xF0, protocol 0x00) in any configuration" }
+                if selector.vendorID != nil || selector.location != nil { lastProblem = "\(selector) has no iAP interface (class 0xFF, subclass 0xF0, protocol 0x00) in any configuration" }
                 continue
             }
             var opened: OpaquePointer?
@@ -133,7 +149,7 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
                 lastProblem = error.description
             }
         }
-        throw TransportError("\(name): " + (lastProblem ?? (selector.vendorID == nil ? "no device with an iAP interface is connected" : "no \(selector) is connected")))
+        throw TransportError("\(name): " + (lastProblem ?? (selector.vendorID == nil && selector.location == nil ? "no device with an iAP interface is connected" : "no \(selector) is connected")))
     }
 
     struct FoundInterface {
@@ -349,27 +365,6 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
 private func usbCallback(_ transfer: UnsafeMutablePointer<libusb_transfer>?) {
     guard let transfer, let context = transfer.pointee.user_data else { return }
     Unmanaged<USBHostTransport>.fromOpaque(context).takeUnretainedValue().completed(transfer)
-}
-
-/// A POSIX thread for libusb's event handling (a blocking call that never
-/// runs on Swift concurrency's pool).
-final class EventThread: Sendable {
-    private let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-
-    func start(name: String) throws(TransportError) {
-        let box = Unmanaged.passRetained(self)
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            Unmanaged<EventThread>.fromOpaque(context!).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque())
-        guard result == 0 else {
-            box.release()
-            throw TransportError("\(name): cannot start the USB event thread: \(String(cString: strerror(result)))")
-        }
-        pthread_detach(thread)
-    }
 }
 
 /// Four lowercase hex digits, as lsusb writes ids.

@@ -17,6 +17,6 @@ struct IAPCtl: AsyncParsableCommand {
         round trips over a live link.
         """,
         version: "0.1.0",
-        subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self, Gadget.self]
+        subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self, Gadget.self, Devices.self, Monitor.self, Supervise.self]
     )
 }

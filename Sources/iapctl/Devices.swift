@@ -1,0 +1,205 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import IAPHotplug
+import IAPTrace
+import IAPUdev
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the USB devices this stack can talk to, their iAP interface and whether you may open them.",
+        discussion: """
+        Lists devices with Apple's vendor id, the project's test hardware
+        (1209:0001) or an iAP interface (class 0xFF, subclass 0xF0, protocol
+        0x00) in any configuration: bus and address, ids, strings, speed, the iAP
+        interface with its bulk endpoints, the transport name to pass to
+        `--transport`, and whether this user may open the device node (with the
+        fix when not). `--all` lists every USB device.
+
+        `--json` writes one object per device per line: syspath, bus, address,
+        vendor_id, product_id (four hex digits), manufacturer, product, serial,
+        speed_mbps, devnode, active_configuration, matches (the supervisor would
+        take it), iap_interface (configuration, interface, endpoint_in,
+        endpoint_out, max_packet_size, or null), transport, access, access_problem.
+        """
+    )
+
+    @Flag(help: "List every USB device, not only iAP ones.")
+    var all = false
+
+    @Flag(help: "One JSON object per device per line.")
+    var json = false
+
+    func run() throws {
+        let devices: [UdevUSBDevice]
+        do {
+            devices = try UdevUSB.presentDevices()
+        } catch {
+            throw CommandFailure(message: "cannot list USB devices: \(error)")
+        }
+        let shown = devices.filter { all || $0.isCandidate }
+        for device in shown {
+            print(json ? USBDeviceText.json(device) : USBDeviceText.line(device))
+        }
+        if shown.isEmpty && !json {
+            print("no iAP devices found (\(devices.count) USB devices present; --all lists them)")
+        }
+    }
+}
+
+struct Monitor: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Watch USB devices come and go (udev hotplug events), live.",
+        discussion: """
+        Reports the devices present at start ("present"), then each one plugged in
+        ("add") or unplugged ("remove"), for iAP devices by default (Apple's
+        vendor id, 1209:0001, or an iAP interface) and every USB device with
+        `--all`. Bind, unbind and change events are not hotplug and are not shown.
+        Runs until interrupted, or until --count events.
+
+        `--json` writes one object per event per line: event, time (seconds since
+        the start), and the device fields of `iapctl devices --json` (a removed
+        device has only syspath, bus, address, vendor_id, product_id, devnode,
+        matches).
+        """
+    )
+
+    @Flag(help: "Every USB device, not only iAP ones.")
+    var all = false
+
+    @Flag(help: "One JSON object per event per line.")
+    var json = false
+
+    @Option(help: "Stop after this many events (present devices included).")
+    var count: Int?
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() async throws {
+        let monitor: UdevMonitor
+        let (events, feed) = AsyncStream.makeStream(of: UdevMonitor.Event.self, bufferingPolicy: .bufferingNewest(1024))
+        do {
+            monitor = try UdevMonitor()
+            try monitor.start { feed.yield($0) }
+        } catch {
+            throw CommandFailure(message: "cannot watch USB devices: \(error)")
+        }
+        defer { monitor.stop() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        var reported = 0
+        // Removes lack the attributes that made a device a candidate: remember what was shown.
+        var shown = Set<String>()
+        for await event in events {
+            let kind: String, device: UdevUSBDevice
+            switch event {
+            case .present(let present): (kind, device) = ("present", present)
+            case .added(let added): (kind, device) = ("add", added)
+            case .removed(let removed): (kind, device) = ("remove", removed)
+            case .failed(let reason): throw CommandFailure(message: "the udev monitor stopped: \(reason)")
+            }
+            if kind == "remove" {
+                guard all || shown.remove(device.info.syspath) != nil || device.isCandidate else { continue }
+            } else {
+                guard all || device.isCandidate else { continue }
+                shown.insert(device.info.syspath)
+            }
+            let milliseconds = Int(((clock.now - start) / .milliseconds(1)).rounded())
+            let secondsText = "\(milliseconds / 1000).\(String(milliseconds % 1000).leftPadded(to: 3))"
+            if json {
+                print(USBDeviceText.json(device, leading: [("event", JSONObjectWriter.quoted(kind)), ("time", secondsText)]))
+            } else {
+                print("[\(secondsText)] \(kind.padded(to: 7)) \(kind == "remove" ? USBDeviceText.short(device) : USBDeviceText.line(device))")
+            }
+            fflush(nil) // each event as it happens, also into a pipe or file
+            reported += 1
+            if let count, reported >= count { return }
+        }
+    }
+}
+
+extension UdevUSBDevice {
+    /// A device the stack would talk to: a known vendor/product or an iAP interface.
+    var isCandidate: Bool { DeviceMatcher.iapDevices.matches(info) || descriptors?.iapInterface != nil }
+
+    var transportName: String? {
+        guard let vendor = info.vendorID, let product = info.productID else { return nil }
+        return "usb:\(hex4(vendor)):\(hex4(product))"
+    }
+}
+
+/// How `devices` and `monitor` print a device, as text and as JSON.
+enum USBDeviceText {
+    static func short(_ device: UdevUSBDevice) -> String {
+        let ids = "\(device.info.vendorID.map(hex4) ?? "????"):\(device.info.productID.map(hex4) ?? "????")"
+        let location = device.info.bus.map { "bus \(pad3($0)) device \(device.info.address.map { pad3(UInt16($0)) } ?? "???")" } ?? device.info.syspath
+        return "\(location)  \(ids)"
+    }
+
+    static func line(_ device: UdevUSBDevice) -> String {
+        var parts = [short(device)]
+        let name = [device.manufacturer, device.product].compactMap { $0 }.joined(separator: " ")
+        if !name.isEmpty { parts.append(name + (device.serial.map { " (serial \($0))" } ?? "")) }
+        if let speed = device.speed { parts.append("\(speed) Mbit/s") }
+        if let (configuration, interface) = device.descriptors?.iapInterface, let input = interface.bulkIn, let output = interface.bulkOut {
+            parts.append("iAP interface \(interface.number) in configuration \(configuration): bulk IN 0x\(hex2(input.address)), OUT 0x\(hex2(output.address)), \(input.maxPacketSize)-byte packets")
+        } else {
+            parts.append("no iAP interface")
+        }
+        let access = device.access
+        if access.allowed {
+            if let transport = device.transportName, device.descriptors?.iapInterface != nil { parts.append("use --transport \(transport)") }
+        } else {
+            parts.append("cannot open (\(access.problem ?? "no access")): install udev-rules/70-iap-devkit.rules and replug (Docs/Hardware.md)")
+        }
+        return parts.joined(separator: "  ")
+    }
+
+    static func json(_ device: UdevUSBDevice, leading: [(String, String)] = []) -> String {
+        var object = JSONObjectWriter()
+        for (key, rawValue) in leading { object.raw(key, rawValue) }
+        object.string("syspath", device.info.syspath)
+        object.raw("bus", device.info.bus.map { String($0) } ?? "null")
+        object.raw("address", device.info.address.map { String($0) } ?? "null")
+        object.stringOrNull("vendor_id", device.info.vendorID.map(hex4))
+        object.stringOrNull("product_id", device.info.productID.map(hex4))
+        object.stringOrNull("devnode", device.devnode)
+        object.bool("matches", DeviceMatcher.iapDevices.matches(device.info))
+        guard let descriptors = device.descriptors else { return object.finish() } // a removed device: nothing more to read
+        object.stringOrNull("manufacturer", device.manufacturer)
+        object.stringOrNull("product", device.product)
+        object.stringOrNull("serial", device.serial)
+        object.raw("speed_mbps", device.speed.flatMap { Double($0) }.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "null")
+        object.raw("active_configuration", device.activeConfiguration.map { String($0) } ?? "null")
+        if let (configuration, interface) = descriptors.iapInterface, let input = interface.bulkIn, let output = interface.bulkOut {
+            var iap = JSONObjectWriter()
+            iap.integer("configuration", Int(configuration))
+            iap.integer("interface", Int(interface.number))
+            iap.string("endpoint_in", "0x" + hex2(input.address))
+            iap.string("endpoint_out", "0x" + hex2(output.address))
+            iap.integer("max_packet_size", Int(input.maxPacketSize))
+            object.raw("iap_interface", iap.finish())
+        } else {
+            object.raw("iap_interface", "null")
+        }
+        object.stringOrNull("transport", device.transportName)
+        let access = device.access
+        object.bool("access", access.allowed)
+        object.stringOrNull("access_problem", access.problem)
+        return object.finish()
+    }
+
+    private static func pad3(_ value: UInt16) -> String { String(value).leftPadded(to: 3) }
+}
+
+func hex2(_ value: UInt8) -> String { String(value, radix: 16).leftPadded(to: 2) }
+func hex4(_ value: UInt16) -> String { String(value, radix: 16).leftPadded(to: 4) }
+
+extension String {
+    /// Zero-padded on the left to `width` characters.
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+    func padded(to width: Int) -> String { self + String(repeating: " ", count: max(0, width - count)) }
+}

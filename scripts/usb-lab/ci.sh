@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The USB lab as CI runs it: prepare the lab where qemu can run, then run the
+# project's USB scenarios in the guest. Where the lab cannot run (not root and
+# no sudo, not x86_64, qemu or the kernel cannot be installed) it says why and
+# skips, exiting 0; a scenario that runs and fails exits non-zero.
+#
+# Needs iapctl built on the host first (.build/debug/iapctl, or IAPCTL=...).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+skip() { echo "USB lab skipped: $*" >&2; exit 0; }
+
+[ "$(uname -m)" = x86_64 ] || skip "the lab boots an amd64 kernel; this machine is $(uname -m)"
+if [ "$(id -u)" -ne 0 ] && ! sudo -n true 2>/dev/null; then
+    skip "preparing it needs root (packages, device nodes) and sudo asks for a password"
+fi
+[ -x "${IAPCTL:-$root/.build/debug/iapctl}" ] || { echo "USB lab: build iapctl first (swift build --product iapctl)" >&2; exit 1; }
+
+prepare_log=$(mktemp)
+if ! "$here/prepare.sh" > "$prepare_log" 2>&1; then
+    tail -n 15 "$prepare_log" >&2
+    skip "prepare.sh could not set up qemu and the guest kernel (its log above)"
+fi
+tail -n 1 "$prepare_log"
+
+status=0
+for scenario in usb-session.sh; do
+    echo "== USB lab: $scenario"
+    "$here/run-in-guest.sh" "$here/$scenario" 240 > "$prepare_log.run" 2>&1
+    rc=$?
+    grep -E '^(PASS|FAIL|[0-9]+ passed)' "$prepare_log.run"
+    case $rc in
+        0) ;;
+        125) tail -n 20 "$prepare_log.run" >&2
+             skip "qemu could not run the guest here (run-in-guest.sh exit 125, its output above)" ;;
+        124) tail -n 40 "$prepare_log.run" >&2; echo "USB lab: $scenario ran out of time" >&2; status=1 ;;
+        *) tail -n 60 "$prepare_log.run" >&2; echo "USB lab: $scenario failed (exit $rc)" >&2; status=1 ;;
+    esac
+done
+rm -f "$prepare_log" "$prepare_log.run"
+exit $status
