@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# USB lab scenario: the device supervisor on real hotplug, inside the lab guest:
+#
+#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/supervise.sh 240
+#
+# The gadget runs the phone role and is already plugged in when
+# `iapctl supervise --role head-unit` starts on the host side. The supervisor
+# must take the device present at start, bring the link up and identify over
+# libusb, end the connection exactly once on unplug (UDC unbind, mid-session),
+# and take the replugged device as a fresh connection.
+# Prints "N passed, N failed"; exits 1 on any failure.
+set -u
+
+if [ "${IAP_LAB:-}" != 1 ]; then
+    echo "supervise.sh runs inside the USB lab guest only: scripts/usb-lab/run-in-guest.sh $0 240" >&2
+    exit 2
+fi
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+iapctl=${IAPCTL:-$root/.build/debug/iapctl}
+out=${IAP_LAB_OUT:-/tmp}
+gadget=/sys/kernel/config/usb_gadget/iapdevkit
+passed=0
+failed=0
+check() {
+    local what=$1; shift
+    if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
+}
+# Polls up to ~20 s (each try costs a few forks, slow under TCG).
+wait_for() { for _ in $(seq 1 80); do eval "$1" && return 0; sleep 0.25; done; return 1; }
+count() { grep -c -E "$1" "$2" 2>/dev/null || true; }
+
+[ -x "$iapctl" ] || { echo "no $iapctl: build it on the host first (swift build)"; exit 1; }
+modprobe dummy_hcd && modprobe libcomposite && modprobe usb_f_fs
+/lib/systemd/systemd-udevd --daemon
+udevadm trigger --type=subsystems --action=add
+udevadm trigger --type=devices --action=add
+udevadm settle
+
+check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
+"$iapctl" gadget --role phone --udc auto > "$out/gadget.log" 2>&1 &
+gadget_pid=$!
+check "the gadget enumerates on the host side" wait_for "grep -q '^1209$' /sys/bus/usb/devices/*/idVendor"
+udevadm settle
+
+log=$out/supervise.log
+"$iapctl" supervise --role head-unit --connections 2 > "$log" 2>&1 &
+supervise_pid=$!
+check "the device present at start is taken: connection #1" wait_for "grep -q 'head-unit #1: connected: 1209:0001' '$log'"
+check "connection #1: identified by the phone" wait_for "grep -q 'phone #1: identified iap-devkit head unit' '$out/gadget.log'"
+check "connection #1: now playing reached the head unit" wait_for "grep -q 'head-unit #1: now playing: ' '$log'"
+
+echo "" > "$gadget/UDC"   # unplug with the session live
+check "unplug: connection #1 ends" wait_for "grep -q 'head-unit #1: disconnected: ' '$log'"
+ls /sys/class/udc | head -n 1 > "$gadget/UDC"
+check "replug: a fresh connection #2" wait_for "grep -q 'head-unit #2: connected: 1209:0001' '$log'"
+check "connection #2: now playing again" wait_for "grep -q 'head-unit #2: now playing: ' '$log'"
+echo "" > "$gadget/UDC"
+check "the supervisor exits after its 2 connections (--connections 2)" wait_for "! kill -0 $supervise_pid 2>/dev/null"
+wait "$supervise_pid"
+check "the supervisor's exit status is 0" test $? -eq 0
+check "each connection connected exactly once" sh -c "[ $(count 'head-unit #1: connected:' "$log") -eq 1 ] && [ $(count 'head-unit #2: connected:' "$log") -eq 1 ]"
+check "each connection disconnected exactly once" sh -c "[ $(count 'head-unit #1: disconnected:' "$log") -eq 1 ] && [ $(count 'head-unit #2: disconnected:' "$log") -eq 1 ]"
+check "no third connection" sh -c "[ $(count 'head-unit #3' "$log") -eq 0 ]"
+check "the phone side: two connections, each ended once" \
+    sh -c "[ $(count '^\[[0-9.]+\] phone #[12]: disconnected$' "$out/gadget.log") -eq 2 ]"
+
+kill "$gadget_pid" 2>/dev/null
+wait "$gadget_pid" 2>/dev/null
+echo
+echo "== supervise"; cat "$log"
+echo "== gadget"; tail -n 20 "$out/gadget.log"
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
