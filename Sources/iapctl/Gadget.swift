@@ -39,6 +39,10 @@ struct Gadget: AsyncParsableCommand {
     @Option(help: "The configfs gadget directory (for --udc).")
     var gadget: String = "/sys/kernel/config/usb_gadget/iapdevkit"
 
+    @Option(help: ArgumentHelp("Also write the traffic to a usbmon pcapng file as it happens, one device number per connection.",
+                               valueName: "file.pcapng"))
+    var trace: String?
+
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
     }
@@ -66,9 +70,11 @@ struct Gadget: AsyncParsableCommand {
             throw CommandFailure(message: error.description)
         }
         if let udc { try bind(udc, logger: logger) }
+        let traceFile = try trace.map { try TraceFile(path: $0) }
         var number = 0
-        for await transport in connections {
+        for await usb in connections {
             number += 1
+            let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
             let endpoint = MediaEndpoint(kind: kind, transport: transport) { logger(label, $0) }
             do {

@@ -21,6 +21,16 @@ struct TransportOptions: ParsableArguments {
                                valueName: "transport"))
     var transport: TransportSpec = .loopback
 
+    @Option(help: ArgumentHelp("Also write this end's traffic to a usbmon pcapng file as it happens (read it with `iapctl decode`).",
+                               valueName: "file.pcapng"))
+    var trace: String?
+
+    /// Opens the transport (both ends for loopback), this end recorded when --trace asks.
+    func open(as kind: EndKind) throws -> (Transport, Transport?) {
+        let (transport, other) = try openTransports(self.transport)
+        guard let trace else { return (transport, other) }
+        return (try TraceFile(path: trace).recording(transport, as: kind), other)
+    }
 }
 
 /// Opens a transport by name; for loopback, the caller gets both ends.
@@ -62,7 +72,7 @@ func secondsText(_ value: Double) -> String {
 /// shell lines from standard input (a person, or a script).
 func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard) async throws {
     let logger = Logger()
-    let (transport, other) = try openTransports(options.transport)
+    let (transport, other) = try options.open(as: kind)
     let interactive = isatty(0) == 1
     let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library) { logger(kind.rawValue, $0) }
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone

@@ -45,7 +45,7 @@ struct Ping: AsyncParsableCommand {
     func run() async throws {
         let logger = Logger()
         let quiet = json
-        let (transport, other) = try openTransports(options.transport)
+        let (transport, other) = try options.open(as: .pinger)
         let answers = AnswerBox()
         let end = MediaEndpoint(kind: .pinger, transport: transport) { line in if !quiet { logger("ping", line) } }
         end.onMessage = { message in

@@ -35,6 +35,10 @@ struct Supervise: AsyncParsableCommand {
     @Option(help: "Stop after this many connections have ended (for scripts).")
     var connections: Int?
 
+    @Option(help: ArgumentHelp("Also write the traffic to a usbmon pcapng file as it happens, one device number per connection.",
+                               valueName: "file.pcapng"))
+    var trace: String?
+
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
         _ = try matcher()
@@ -74,6 +78,8 @@ struct Supervise: AsyncParsableCommand {
         defer { monitor.stop() }
         logger("supervise", "watching for \(match.isEmpty ? "05ac:*, 1209:0001" : match.joined(separator: ", ")) to run the \(role) role")
 
+        let traceFile = try trace.map { try TraceFile(path: $0) }
+        var opened = 0 // the supervisor numbers connections in the order opens succeed
         var endpoints: [Int: MediaEndpoint] = [:]
         var opening: [String: (MediaEndpoint, ConnectionLabel)] = [:] // by syspath, between open and connected
         var ended = 0
@@ -110,11 +116,14 @@ struct Supervise: AsyncParsableCommand {
                     let selector = USBDeviceSelector(vendorID: device.vendorID, productID: device.productID,
                                                      location: device.bus.flatMap { bus in device.address.map { (UInt8(truncatingIfNeeded: bus), $0) } })
                     let label = ConnectionLabel()
-                    let endpoint = MediaEndpoint(kind: kind, transport: USBHostTransport(selector: selector)) { logger(label.text, $0) }
+                    let usb = USBHostTransport(selector: selector)
+                    let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
+                    let endpoint = MediaEndpoint(kind: kind, transport: transport) { logger(label.text, $0) }
                     // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
                     endpoint.stopWhen = { $0.endReason != nil }
                     do {
                         try endpoint.start()
+                        opened += 1
                         opening[device.syspath] = (endpoint, label)
                         actions += supervisor.opened(device.syspath)
                     } catch {

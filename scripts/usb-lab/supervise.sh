@@ -45,7 +45,7 @@ check "the gadget enumerates on the host side" wait_for "grep -q '^1209$' /sys/b
 udevadm settle
 
 log=$out/supervise.log
-"$iapctl" supervise --role head-unit --connections 2 > "$log" 2>&1 &
+"$iapctl" supervise --role head-unit --connections 2 --trace "$out/supervise.pcapng" > "$log" 2>&1 &
 supervise_pid=$!
 check "the device present at start is taken: connection #1" wait_for "grep -q 'head-unit #1: connected: 1209:0001' '$log'"
 check "connection #1: identified by the phone" wait_for "grep -q 'phone #1: identified iap-devkit head unit' '$out/gadget.log'"
@@ -63,6 +63,9 @@ check "the supervisor's exit status is 0" test $? -eq 0
 check "each connection connected exactly once" sh -c "[ $(count 'head-unit #1: connected:' "$log") -eq 1 ] && [ $(count 'head-unit #2: connected:' "$log") -eq 1 ]"
 check "each connection disconnected exactly once" sh -c "[ $(count 'head-unit #1: disconnected:' "$log") -eq 1 ] && [ $(count 'head-unit #2: disconnected:' "$log") -eq 1 ]"
 check "no third connection" sh -c "[ $(count 'head-unit #3' "$log") -eq 0 ]"
+"$iapctl" decode "$out/supervise.pcapng" --stats > "$out/trace-stats.txt" 2>&1
+check "--trace: both connections' identification decoded from the pcapng" grep -E -q 'IdentificationInformation +2$' "$out/trace-stats.txt"
+check "--trace: no checksum errors in the recorded traffic" grep -E -q 'checksum errors: 0$' "$out/trace-stats.txt"
 check "the phone side: two connections, each ended once" \
     sh -c "[ $(count '^\[[0-9.]+\] phone #[12]: disconnected$' "$out/gadget.log") -eq 2 ]"
 
