@@ -57,6 +57,8 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var shell: HeadUnitShell?
     private var shellLines: [String] = []
     private var shellEnded = false
+    /// Messages from outside that came before the first link up.
+    private var heldOutgoing: [ControlMessage] = []
     /// Called for every message no role consumed (ping answers).
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
     /// Whether to stop, checked after every input.
@@ -129,7 +131,13 @@ public final class MediaEndpoint: @unchecked Sendable {
             if let line { shellLines.append(line) } else { shellEnded = true }
             await runShell()
         case .outgoing(let message):
-            await send(message)
+            // A caller may see the driver up before this task has handled
+            // link up: hold its messages (a bounded few) until then.
+            if !everUp && heldOutgoing.count < 64 {
+                heldOutgoing.append(message)
+            } else {
+                await send(message)
+            }
         }
     }
 
@@ -146,6 +154,9 @@ public final class MediaEndpoint: @unchecked Sendable {
                 + (link.zeroAck ? "zero-ACK" : "retransmit after \(link.retransmitTimeout), at most \(link.maximumRetransmissions) times")
                 + "; sessions " + link.sessions.map { "\($0.id) \($0.type.name)" }.joined(separator: ", "))
             if kind == .phone { await perform(phoneIdentification.linkUp()) }
+            let held = heldOutgoing
+            heldOutgoing = []
+            for message in held { await send(message) }
         case .link(.down(let reason)):
             log("link down: \(reason)")
             endReason = "link down: \(reason)"

@@ -67,3 +67,34 @@ func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), se
         #expect(log.all.contains { $0.contains("no row 99 here") })
     }
 }
+
+@Suite struct EndpointOutgoingTests {
+    /// A caller that sees the driver up may send before the endpoint's own
+    /// task has handled link up (a USB ping's first message was lost so):
+    /// messages from outside wait for the first link up instead.
+    @Test func messagesSentBeforeLinkUpAreHeldNotLost() async throws {
+        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(2)), towardsFirst: WireFaults(delay: .milliseconds(2)))
+        let pinger = MediaEndpoint(kind: .pinger, transport: a) { _ in }
+        let responder = MediaEndpoint(kind: .responder, transport: b) { _ in }
+        let answers = Lines()
+        pinger.onMessage = { message in
+            if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.add("\(sequence)") }
+        }
+        pinger.stopWhen = { _ in answers.all.count == 3 }
+        // Sent before anything has started.
+        for sequence in 1...3 { pinger.sendFromOutside(DiagnosticPing.request(sequence: UInt32(sequence), size: 16)) }
+        try responder.start()
+        try pinger.start()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await pinger.run() }
+            group.addTask { await responder.run() }
+            group.addTask { try? await Task.sleep(for: .seconds(10)) }
+            await group.next()
+            pinger.driver.close()
+            responder.driver.close()
+            group.cancelAll()
+            await group.waitForAll()
+        }
+        #expect(answers.all == ["1", "2", "3"])
+    }
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# USB lab measurement: echo throughput over the dummy controller, the whole
+# iAP stack against raw libusb, in the same guest:
+#
+#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/throughput.sh 300 [SIZES] [COUNT]
+#
+# Baseline: the kernel's Loopback gadget function (usb_f_ss_lb echoes bulk OUT
+# on bulk IN) driven by raw-echo.c with synchronous libusb calls, no protocol.
+# Stack: `iapctl gadget --role phone` answering `iapctl ping --transport
+# usb:1209:1` (link packets, acknowledgements, control messages, both USB
+# transports). Same payload sizes, same round-trip measure. Prints a table
+# and writes throughput.json to the run folder. This is a measurement, not a
+# speed limit: checks only fail when a side did not run.
+set -u
+
+if [ "${IAP_LAB:-}" != 1 ]; then
+    echo "throughput.sh runs inside the USB lab guest only: scripts/usb-lab/run-in-guest.sh $0 300" >&2
+    exit 2
+fi
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# A release build when there is one: a debug build is several times slower
+# and would measure the compiler's checks, not the stack.
+iapctl=${IAPCTL:-$root/.build/release/iapctl}
+[ -x "$iapctl" ] || iapctl=$root/.build/debug/iapctl
+out=${IAP_LAB_OUT:-/tmp}
+sizes=${1:-"1024 4096 16000"}
+count=${2:-200}
+configfs=/sys/kernel/config/usb_gadget
+passed=0
+failed=0
+check() {
+    local what=$1; shift
+    if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
+}
+wait_for() { for _ in $(seq 1 80); do eval "$1" && return 0; sleep 0.25; done; return 1; }
+field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" "$2"; }
+
+[ -x "$iapctl" ] || { echo "no $iapctl: build it on the host first (swift build)"; exit 1; }
+modprobe dummy_hcd && modprobe libcomposite && modprobe usb_f_fs && modprobe usb_f_ss_lb
+/lib/systemd/systemd-udevd --daemon
+udevadm trigger --type=subsystems --action=add
+udevadm trigger --type=devices --action=add
+udevadm settle
+udc=$(ls /sys/class/udc | head -n 1)
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+# A device by its ids (root hubs have product 0002 too).
+present() { for d in /sys/bus/usb/devices/*; do [ "$(cat "$d/idVendor" 2>/dev/null)$(cat "$d/idProduct" 2>/dev/null)" = "$1" ] && return 0; done; return 1; }
+
+check "raw-echo.c builds against libusb" ${CC:-cc} -O2 -o "$out/raw-echo" "$here/raw-echo.c" -lusb-1.0
+
+# The baseline device: configfs gadget 1209:0002 with the Loopback function.
+lb=$configfs/lbtest
+mkdir -p "$lb/strings/0x409" "$lb/configs/c.1" "$lb/functions/Loopback.0"
+echo 0x1209 > "$lb/idVendor"; echo 0x0002 > "$lb/idProduct"
+echo "iap-devkit loopback baseline" > "$lb/strings/0x409/product"
+ln -s "$lb/functions/Loopback.0" "$lb/configs/c.1/"
+echo "$udc" > "$lb/UDC"
+check "the loopback baseline enumerates" wait_for "present 12090002"
+udevadm settle
+for size in $sizes; do
+    check "raw libusb echo, $size bytes x $count" sh -c "'$out/raw-echo' 1209:0002 $size $count > '$out/raw-$size.json' 2> '$out/raw-$size.err'"
+done
+echo "" > "$lb/UDC"
+rm "$lb/configs/c.1/Loopback.0"; rmdir "$lb/configs/c.1" "$lb/functions/Loopback.0" "$lb/strings/0x409" "$lb"
+wait_for "! present 12090002"
+
+# The stack: the project's gadget running the phone role, pinged from the host side.
+check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
+"$iapctl" gadget --role phone --udc auto > "$out/gadget.log" 2>&1 &
+gadget_pid=$!
+check "the iAP gadget enumerates" wait_for "present 12090001"
+udevadm settle
+for size in $sizes; do
+    check "iAP ping over USB, $size bytes x $count" sh -c "'$iapctl' ping --transport usb:1209:1 --size $size --count $count --json > '$out/iap-$size.json' 2> '$out/iap-$size.err'"
+done
+kill "$gadget_pid" 2>/dev/null
+wait "$gadget_pid" 2>/dev/null
+
+echo
+printf '%-8s %16s %16s %14s\n' size "raw median ms" "iAP median ms" "iAP / raw"
+json="{\"binary\":\"$iapctl\",\"count\":$count,\"sizes\":["
+first=1
+for size in $sizes; do
+    raw=$(field median_ms "$out/raw-$size.json"); iap=$(field median_ms "$out/iap-$size.json")
+    [ -n "$raw" ] && [ -n "$iap" ] || continue
+    ratio=$(awk -v a="$iap" -v b="$raw" 'BEGIN { printf "%.2f", a / b }')
+    printf '%-8s %16s %16s %13sx\n' "$size" "$raw" "$iap" "$ratio"
+    [ $first = 1 ] || json+=","
+    first=0
+    json+="{\"size\":$size,\"raw_median_ms\":$raw,\"iap_median_ms\":$iap,\"iap_over_raw\":$ratio,\"raw_mb_per_s\":$(field mb_per_s "$out/raw-$size.json")}"
+done
+echo "$json]}" > "$out/throughput.json"
+echo "(round trip of SIZE payload bytes; $count round trips each; iapctl: $iapctl)"
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
