@@ -25,7 +25,7 @@ fi
 tail -n 1 "$prepare_log"
 
 status=0
-for scenario in usb-session.sh; do
+for scenario in usb-session.sh role-swap.sh plug-cycles.sh; do
     echo "== USB lab: $scenario"
     "$here/run-in-guest.sh" "$here/$scenario" 240 > "$prepare_log.run" 2>&1
     rc=$?
