@@ -61,7 +61,7 @@ let package = Package(
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
-        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPTransport", "IAPLink"]),
+        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),

@@ -63,6 +63,10 @@ public final class MediaEndpoint: @unchecked Sendable {
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
     /// Whether to stop, checked after every input.
     public var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
+    /// For the accessory end: start the link over (detect, SYN) when it goes
+    /// down while the transport stays open, e.g. when the phone program at
+    /// the other end of a USB cable is restarted without an unplug.
+    public var restartsLink = false
 
     public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard,
          log: @escaping @Sendable (String) -> Void) {
@@ -161,6 +165,10 @@ public final class MediaEndpoint: @unchecked Sendable {
             log("link down: \(reason)")
             endReason = "link down: \(reason)"
             await disconnected()
+            if restartsLink && kind.linkRole == .accessory {
+                log("starting the link over")
+                driver.restart()
+            }
         case .link(.failed(let failure)):
             log("link failed: \(failure)")
         case .link(.renegotiated(let link)):

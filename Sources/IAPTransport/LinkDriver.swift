@@ -84,6 +84,7 @@ public final class LinkDriver: @unchecked Sendable {
     /// or re-synchronising after RST).
     public func restart() {
         queue.sync {
+            guard !finished else { return } // nothing to restart over a closed transport
             link = LinkEnd(configuration: link.configuration)
             apply(link.start(now: MonotonicClock.now()))
         }

@@ -4,6 +4,7 @@ import IAPEndpoint
 import IAPLink
 import IAPRoles
 import IAPTransport
+import IAPWire
 
 final class Lines: Sendable {
     private let lines = Mutex<[String]>([])
@@ -25,18 +26,21 @@ func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), se
     try headUnit.start()
     for line in script { headUnit.feedShell(line) }
     headUnit.feedShell(nil)
+    await runUntilOneStops([headUnit, phone], timeout: .seconds(30))
+    return (phone, headUnit, log)
+}
+
+/// Runs the endpoints until one stops (or, against a hang, the timeout),
+/// then closes them all.
+func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
     await withTaskGroup(of: Void.self) { group in
-        group.addTask { await headUnit.run() }
-        group.addTask { await phone.run() }
-        // Guard against a hang: the script must finish well within this.
-        group.addTask { try? await Task.sleep(for: .seconds(30)) }
+        for endpoint in endpoints { group.addTask { await endpoint.run() } }
+        group.addTask { try? await Task.sleep(for: timeout) }
         await group.next()
-        headUnit.driver.close()
-        phone.driver.close()
+        for endpoint in endpoints { endpoint.driver.close() }
         group.cancelAll()
         await group.waitForAll()
     }
-    return (phone, headUnit, log)
 }
 
 @Suite(.serialized) struct EndpointTests {
@@ -85,16 +89,33 @@ func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), se
         for sequence in 1...3 { pinger.sendFromOutside(DiagnosticPing.request(sequence: UInt32(sequence), size: 16)) }
         try responder.start()
         try pinger.start()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await pinger.run() }
-            group.addTask { await responder.run() }
-            group.addTask { try? await Task.sleep(for: .seconds(10)) }
-            await group.next()
-            pinger.driver.close()
-            responder.driver.close()
-            group.cancelAll()
-            await group.waitForAll()
-        }
+        await runUntilOneStops([pinger, responder], timeout: .seconds(10))
         #expect(answers.all == ["1", "2", "3"])
+    }
+}
+
+@Suite struct EndpointRestartTests {
+    /// The head unit on a USB gadget outlives the phone program on the host:
+    /// when the phone resets the link and a new one answers on the same
+    /// transport, the head unit starts the link over and identifies again.
+    @Test func anAccessoryThatRestartsItsLinkIdentifiesAgainAfterRST() async throws {
+        let log = Lines()
+        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(1)), towardsFirst: WireFaults(delay: .milliseconds(1)))
+        let headUnit = MediaEndpoint(kind: .headUnit, transport: a) { log.add("head unit: " + $0) }
+        headUnit.restartsLink = true
+        let phone = MediaEndpoint(kind: .phone, transport: b) { log.add("phone: " + $0) }
+        headUnit.stopWhen = { _ in log.all.filter { $0 == "head unit: identification accepted" }.count == 2 }
+        try phone.start()
+        try headUnit.start()
+        let reset = Task {
+            while !log.all.contains("head unit: identification accepted") { try? await Task.sleep(for: .milliseconds(5)) }
+            // What a phone program that is stopped sends, behind its link's back.
+            phone.driver.injectRaw(try LinkPacket(control: .rst).encoded())
+        }
+        await runUntilOneStops([headUnit, phone], timeout: .seconds(20))
+        _ = await reset.result
+        let lines = log.all
+        #expect(lines.contains("head unit: starting the link over"), "\(lines.suffix(15))")
+        #expect(lines.filter { $0 == "head unit: identification accepted" }.count == 2, "\(lines.suffix(15))")
     }
 }

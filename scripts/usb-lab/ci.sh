@@ -24,12 +24,19 @@ if ! "$here/prepare.sh" > "$prepare_log" 2>&1; then
 fi
 tail -n 1 "$prepare_log"
 
+# throughput.sh measures a release build (a debug one measures the compiler's checks).
+echo "== USB lab: building iapctl for release (for throughput.sh)"
+(cd "$root" && swift build -c release --product iapctl 2>&1 | tail -n 1) || { echo "USB lab: the release build failed" >&2; exit 1; }
+
 status=0
-for scenario in usb-session.sh role-swap.sh plug-cycles.sh; do
-    echo "== USB lab: $scenario"
-    "$here/run-in-guest.sh" "$here/$scenario" 240 > "$prepare_log.run" 2>&1
+# Each entry: the scenario and its arguments.
+for entry in "usb-session.sh" "role-swap.sh phone-restart" "plug-cycles.sh" "hotplug.sh" "supervise.sh" "throughput.sh"; do
+    read -r scenario args <<< "$entry"
+    echo "== USB lab: $entry"
+    # shellcheck disable=SC2086 # the arguments are words on purpose
+    "$here/run-in-guest.sh" "$here/$scenario" 300 $args > "$prepare_log.run" 2>&1
     rc=$?
-    grep -E '^(PASS|FAIL|[0-9]+ passed)' "$prepare_log.run"
+    grep -E '^(PASS|FAIL|[0-9]+ passed|iapctl:|size +raw)|^[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x|cycles per second' "$prepare_log.run"
     case $rc in
         0) ;;
         125) tail -n 20 "$prepare_log.run" >&2

@@ -15,38 +15,19 @@
 # exits 1 on any failure.
 set -u
 
-if [ "${IAP_LAB:-}" != 1 ]; then
-    echo "plug-cycles.sh runs inside the USB lab guest only: scripts/usb-lab/run-in-guest.sh $0 300 [N]" >&2
-    exit 2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
+lab_require 300 "[N]"
 
 cycles=${1:-100}
 session_every=${2:-10}
 [[ "$cycles" =~ ^[0-9]+$ ]] && [ "$cycles" -ge 1 ] || { echo "N must be a positive integer, got '$cycles'" >&2; exit 2; }
 [[ "$session_every" =~ ^[0-9]+$ ]] || { echo "SESSION_EVERY must be a number (0: no sessions), got '$session_every'" >&2; exit 2; }
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-iapctl=${IAPCTL:-$root/.build/debug/iapctl}
-out=${IAP_LAB_OUT:-/tmp}
-gadget=/sys/kernel/config/usb_gadget/iapdevkit
 log=$out/gadget.log
-passed=0
-failed=0
-check() {
-    local what=$1; shift
-    if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
 now() { echo "$EPOCHREALTIME"; }
 seconds_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-[ -x "$iapctl" ] || { echo "no $iapctl: build it on the host first (swift build)"; exit 1; }
-echo "iapctl: $iapctl"
-modprobe dummy_hcd && modprobe libcomposite && modprobe usb_f_fs
-/lib/systemd/systemd-udevd --daemon
-udevadm trigger --type=subsystems --action=add
-udevadm trigger --type=devices --action=add
-udevadm settle
+lab_start_usb
 
 check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
 udc=$(ls /sys/class/udc | head -n 1)
@@ -186,5 +167,4 @@ echo "== gadget log (last lines)"; tail -n 12 "$log"
 echo "== uevents (first lines)"; head -n 6 "$out/uevents.log"
 echo
 echo "elapsed $elapsed s for $done_cycles cycles ($rate cycles per second)"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+lab_finish

@@ -13,10 +13,8 @@
 # Prints "N passed, N failed"; exits 1 on any failure.
 set -u
 
-if [ "${IAP_LAB:-}" != 1 ]; then
-    echo "role-swap.sh runs inside the USB lab guest only: scripts/usb-lab/run-in-guest.sh $0 240" >&2
-    exit 2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
+lab_require 240
 
 restart=0
 case "${1:-}" in
@@ -25,17 +23,6 @@ case "${1:-}" in
     *) echo "usage: role-swap.sh [phone-restart]" >&2; exit 2 ;;
 esac
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-iapctl=${IAPCTL:-$root/.build/debug/iapctl}
-out=${IAP_LAB_OUT:-/tmp}
-gadget=/sys/kernel/config/usb_gadget/iapdevkit
-passed=0
-failed=0
-check() {
-    local what=$1; shift
-    if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
 # Waits up to $1 tenths of a second for the command to succeed.
 within() {
     local tenths=$1; shift
@@ -45,13 +32,7 @@ within() {
 count() { grep -c -- "$1" "$2" 2>/dev/null; }
 exactly() { [ "$(count "$2" "$3")" -eq "$1" ]; }
 
-[ -x "$iapctl" ] || { echo "no $iapctl: build it on the host first (swift build)"; exit 1; }
-echo "iapctl: $iapctl"
-modprobe dummy_hcd && modprobe libcomposite && modprobe usb_f_fs
-/lib/systemd/systemd-udevd --daemon
-udevadm trigger --type=subsystems --action=add
-udevadm trigger --type=devices --action=add
-udevadm settle
+lab_start_usb
 
 check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
 "$iapctl" gadget --role head-unit --udc auto > "$out/gadget.log" 2>&1 &
@@ -142,6 +123,4 @@ echo
 echo "== gadget log"; tail -n 40 "$out/gadget.log"
 echo "== phone 1"; tail -n 25 "$out/phone-1.log"
 echo "== phone 2 (last lines)"; tail -n 8 "$out/phone-2.log"
-echo
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+lab_finish

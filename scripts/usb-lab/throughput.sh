@@ -13,36 +13,20 @@
 # speed limit: checks only fail when a side did not run.
 set -u
 
-if [ "${IAP_LAB:-}" != 1 ]; then
-    echo "throughput.sh runs inside the USB lab guest only: scripts/usb-lab/run-in-guest.sh $0 300" >&2
-    exit 2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
+lab_require 300
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
 # A release build when there is one: a debug build is several times slower
 # and would measure the compiler's checks, not the stack.
 iapctl=${IAPCTL:-$root/.build/release/iapctl}
 [ -x "$iapctl" ] || iapctl=$root/.build/debug/iapctl
-out=${IAP_LAB_OUT:-/tmp}
 sizes=${1:-"1024 4096 16000"}
 count=${2:-200}
 configfs=/sys/kernel/config/usb_gadget
-passed=0
-failed=0
-check() {
-    local what=$1; shift
-    if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
 wait_for() { for _ in $(seq 1 80); do eval "$1" && return 0; sleep 0.25; done; return 1; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" "$2"; }
 
-[ -x "$iapctl" ] || { echo "no $iapctl: build it on the host first (swift build)"; exit 1; }
-modprobe dummy_hcd && modprobe libcomposite && modprobe usb_f_fs && modprobe usb_f_ss_lb
-/lib/systemd/systemd-udevd --daemon
-udevadm trigger --type=subsystems --action=add
-udevadm trigger --type=devices --action=add
-udevadm settle
+lab_start_usb usb_f_ss_lb
 udc=$(ls /sys/class/udc | head -n 1)
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 # A device by its ids (root hubs have product 0002 too).
@@ -93,6 +77,4 @@ for size in $sizes; do
 done
 echo "$json]}" > "$out/throughput.json"
 echo "(round trip of SIZE payload bytes; $count round trips each; iapctl: $iapctl)"
-echo
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+lab_finish

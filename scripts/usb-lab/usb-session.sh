@@ -11,29 +11,10 @@
 # Prints "N passed, N failed"; exits 1 on any failure.
 set -u
 
-if [ "${IAP_LAB:-}" != 1 ]; then
-    echo "usb-session.sh runs inside the USB lab guest only: scripts/usb-lab/run-in-guest.sh $0 240" >&2
-    exit 2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
+lab_require 240
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-iapctl=${IAPCTL:-$root/.build/debug/iapctl}
-out=${IAP_LAB_OUT:-/tmp}
-gadget=/sys/kernel/config/usb_gadget/iapdevkit
-passed=0
-failed=0
-check() {
-    local what=$1; shift
-    if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
-
-[ -x "$iapctl" ] || { echo "no $iapctl: build it on the host first (swift build)"; exit 1; }
-modprobe dummy_hcd && modprobe libcomposite && modprobe usb_f_fs
-/lib/systemd/systemd-udevd --daemon
-udevadm trigger --type=subsystems --action=add
-udevadm trigger --type=devices --action=add
-udevadm settle
+lab_start_usb
 
 check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
 "$iapctl" gadget --role phone --udc auto > "$out/gadget.log" 2>&1 &
@@ -73,6 +54,4 @@ wait "$gadget_pid" 2>/dev/null
 echo
 echo "== gadget log"; tail -n 30 "$out/gadget.log"
 echo "== head unit, session 1"; tail -n 15 "$out/head-unit-1.log"
-echo
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+lab_finish
