@@ -59,6 +59,11 @@ logged() { grep -q -- "$1" "$log"; }
 
 check "the gadget enumerates on the host side" within 100 present
 check "connection #1" within 100 logged 'phone #1: connected$'
+# Open files and threads of the gadget process while connected: the same
+# after N cycles, or something leaks per connection.
+resources() { echo "$(ls /proc/"$gadget_pid"/fd | wc -l) fds, $(ls /proc/"$gadget_pid"/task | wc -l) threads"; }
+sleep 1
+resources_before=$(resources)
 devnum=$(cat "$(device_path)/devnum" 2>/dev/null)
 udevadm settle
 
@@ -117,6 +122,12 @@ elapsed=$(seconds_since "$start")
 rate=$(awk -v n="$done_cycles" -v t="$elapsed" 'BEGIN { printf "%.2f", (t > 0) ? n / t : 0 }')
 echo "== $done_cycles cycles in $elapsed s: $rate cycles per second ($sessions_run head-unit sessions took $session_time s of it)"
 echo "$phases" | awk -v n="$done_cycles" '{ printf "   per cycle on average: unbind write %.2f s, until gone and disconnected logged %.2f s, bind write %.2f s, until enumerated %.2f s, until connected logged %.2f s\n", $1 / n, $2 / n, $3 / n, $4 / n, $5 / n }'
+
+within 100 logged "phone #$((done_cycles + 1)): connected\$"
+sleep 1
+resources_after=$(resources)
+echo "gadget process while connected: $resources_before on connection #1, $resources_after on connection #$((done_cycles + 1))"
+check "no file or thread leaked over the cycles ($resources_before, then $resources_after)" test "$resources_before" = "$resources_after"
 
 # A last unplug, so that every connection has ended.
 echo "" > "$gadget/UDC"

@@ -6,7 +6,7 @@
 #
 # The gadget (`iapctl gadget --role phone`) is the device; a head unit on the
 # host side (`iapctl head-unit --transport usb:1209:1`) identifies, browses,
-# plays and watches now playing over the bulk endpoints. Then the UDC is
+# fetches artwork, plays and watches now playing over the bulk endpoints. Then the UDC is
 # unbound (unplug) and bound again (replug) for a fresh session.
 # Prints "N passed, N failed"; exits 1 on any failure.
 set -u
@@ -32,11 +32,12 @@ check "its iAP interface: class ff, subclass f0, protocol 00" \
 udevadm settle
 
 session() {
-    printf 'cd 1\ncd 2\nplay 4\nnext\nrepeat all\nnp\nquit\n' | timeout 60 "$iapctl" head-unit --transport usb:1209:1 > "$out/head-unit-$1.log" 2>&1
+    printf 'cd 1\nart 1\ncd 2\nplay 4\nnext\nrepeat all\nnp\nquit\n' | timeout 60 "$iapctl" head-unit --transport usb:1209:1 > "$out/head-unit-$1.log" 2>&1
 }
 check "session 1: identification, browsing and now playing over USB" session 1
 check "session 1: the phone identified the head unit" grep -q "phone #1: identified iap-devkit head unit" "$out/gadget.log"
 check "session 1: now playing reached the host side" grep -q "now playing: All Blues" "$out/head-unit-1.log"
+check "session 1: artwork over the file-transfer session" grep -E -q "file transfer [0-9]+: [0-9]+ bytes received" "$out/head-unit-1.log"
 
 echo "" > "$gadget/UDC"
 sleep 1
