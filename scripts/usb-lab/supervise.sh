@@ -32,12 +32,20 @@ supervise_pid=$!
 check "the device present at start is taken: connection #1" wait_for "grep -q 'head-unit #1: connected: 1209:0001' '$log'"
 check "connection #1: identified by the phone" wait_for "grep -q 'phone #1: identified iap-devkit head unit' '$out/gadget.log'"
 check "connection #1: now playing reached the head unit" wait_for "grep -q 'head-unit #1: now playing: ' '$log'"
+# Open files and threads of the supervisor while connected: the same on the
+# second connection, or the first one left something behind.
+resources() { echo "$(ls /proc/"$supervise_pid"/fd | wc -l) fds, $(ls /proc/"$supervise_pid"/task | wc -l) threads"; }
+sleep 1
+resources_first=$(resources)
 
 echo "" > "$gadget/UDC"   # unplug with the session live
 check "unplug: connection #1 ends" wait_for "grep -q 'head-unit #1: disconnected: ' '$log'"
 ls /sys/class/udc | head -n 1 > "$gadget/UDC"
 check "replug: a fresh connection #2" wait_for "grep -q 'head-unit #2: connected: 1209:0001' '$log'"
 check "connection #2: now playing again" wait_for "grep -q 'head-unit #2: now playing: ' '$log'"
+sleep 1
+resources_second=$(resources)
+check "nothing leaked by connection #1 ($resources_first, then $resources_second)" test "$resources_first" = "$resources_second"
 echo "" > "$gadget/UDC"
 check "the supervisor exits after its 2 connections (--connections 2)" wait_for "! kill -0 $supervise_pid 2>/dev/null"
 wait "$supervise_pid"
