@@ -255,12 +255,19 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
         bytes.withUnsafeBufferPointer { buffer.initialize(from: $0.baseAddress!, count: bytes.count) }
         libusb_fill_bulk_transfer(transfer, handle, endpointOut, buffer, Int32(bytes.count), usbCallback,
                                   Unmanaged.passUnretained(self).toOpaque(), 0)
-        // A write that fills whole packets ends with a zero-length packet, or
-        // a FunctionFS reader with a larger buffer would wait for more.
-        if bytes.count % outPacketSize == 0 {
-            transfer.pointee.flags |= UInt8(LIBUSB_TRANSFER_ADD_ZERO_PACKET.rawValue)
+        if let problem = submit(transfer) {
+            markDead(problem)
+            return
         }
-        if let problem = submit(transfer) { markDead(problem) }
+        // A write that fills whole packets ends with a zero-length packet, or
+        // a FunctionFS reader with a larger buffer waits for more (in the lab
+        // a 512-byte link packet waited for the 1 s retransmission). Sent as
+        // a transfer of its own: LIBUSB_TRANSFER_ADD_ZERO_PACKET was not
+        // honoured by dummy_hcd, a separate zero-length transfer is.
+        if bytes.count % outPacketSize == 0, let zero = libusb_alloc_transfer(0) {
+            libusb_fill_bulk_transfer(zero, handle, endpointOut, nil, 0, usbCallback, Unmanaged.passUnretained(self).toOpaque(), 0)
+            if let problem = submit(zero) { markDead(problem) }
+        }
     }
 
     /// Called on the event thread for every finished transfer.

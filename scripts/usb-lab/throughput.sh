@@ -59,6 +59,15 @@ udevadm settle
 for size in $sizes; do
     check "iAP ping over USB, $size bytes x $count" sh -c "'$iapctl' ping --transport usb:1209:1 --size $size --count $count --json > '$out/iap-$size.json' 2> '$out/iap-$size.err'"
 done
+# Pings of 484 and 996 bytes travel in link packets of exactly 512 and 1024
+# bytes: whole USB packets, which must end with a zero-length packet or the
+# other side's larger read waits (before the fix, for the 1 s retransmission).
+for size in 484 996; do
+    "$iapctl" ping --transport usb:1209:1 --size $size --count 10 --json --trace "$out/whole-$size.pcapng" > /dev/null 2>&1
+    "$iapctl" decode "$out/whole-$size.pcapng" --stats > "$out/whole-$size.txt" 2>&1
+    check "$size-byte pings in $((size + 28))-byte link packets: none retransmitted (zero-length packets sent)" \
+        grep -E -q '^retransmissions: 0$' "$out/whole-$size.txt"
+done
 kill "$gadget_pid" 2>/dev/null
 wait "$gadget_pid" 2>/dev/null
 
