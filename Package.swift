@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
-        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import IAPHotplug
+import IAPTransport
 
 /// Bytes from a `.hex` fixture: `#` comments, whitespace-separated hex bytes.
 func fixtureBytes(_ name: String) throws -> [UInt8] {
@@ -62,7 +63,7 @@ func fixtureBytes(_ name: String) throws -> [UInt8] {
     }
 
     @Test func randomBytesNeverCrash() {
-        var generator = SplitMix(seed: 0x1AB2)
+        var generator = SeededRandom(seed: 0x1AB2) // seeded, so that a failure repeats
         for _ in 0..<2000 {
             let bytes = (0..<Int.random(in: 0...80, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let descriptors = USBDescriptors(bytes)
@@ -71,15 +72,3 @@ func fixtureBytes(_ name: String) throws -> [UInt8] {
     }
 }
 
-/// A seeded generator, so that a failure repeats.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
