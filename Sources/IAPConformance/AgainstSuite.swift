@@ -162,6 +162,7 @@ final class Probe: Sendable {
         case .link(.down(let reason)):
             state.withLock { $0.failure = reason.description }
         case .data(let session, let bytes):
+            driver.consumed(bytes.count)
             guard session == state.withLock({ $0.control }) else { return }
             let (inputs, _) = channel.withLock { $0.receive(bytes) }
             for case .message(let message) in inputs {

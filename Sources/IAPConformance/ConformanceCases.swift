@@ -26,22 +26,30 @@ extension ConformanceCase {
         s.note("\(detects) detect sequences")
     }
 
-    static let iap1OnlyAnswer = ConformanceCase(name: "iap1-only-answer", purpose: "an iAP1-only device answering detect is recognised and reported once") { s in
+    static let iap1OnlyAnswer = ConformanceCase(name: "iap1-only-answer", purpose: "an iAP1-only device answering detect is recognised, reported once, and tried again only after a backoff") { s in
         var faults = WireFaults.none
         faults.blackholeFrom = 1   // the iAP2 device is replaced by an iAP1 responder below
         s.configure(outbound: faults)
         s.simulation.start()
         s.simulation.run(for: .milliseconds(10))
+        // Noise that parses as iAP1 frames but is no answer to the detect (lingo 4; lingo 0 command 0x13).
+        s.simulation.inject([0x55, 0x02, 0x04, 0x01, 0xF9, 0x55, 0x03, 0x00, 0x13, 0x00, 0xEA], to: .accessory)
+        s.simulation.run(for: .milliseconds(10))
+        s.expect(!s.simulation.events(.accessory).contains(where: isFailed), "iAP1-looking noise was taken for an iAP1-only peer")
+        let answeredAt = s.simulation.now
         s.simulation.inject([0x55, 0x04, 0x00, 0x02, 0x04, 0xEE, 0x08], to: .accessory)   // iPodAck: bad parameter
-        s.simulation.run(for: .seconds(5))
+        s.simulation.run(for: .seconds(3))
         let failures = s.simulation.events(.accessory).compactMap { event -> LinkFailure? in
             if case .failed(let failure) = event { failure } else { nil }
         }
         s.expect(failures.count == 1, "expected one failure report, got \(failures)")
         if case .iap1OnlyPeer? = failures.first {} else { s.expect(false, "the failure was not 'iAP1-only peer': \(failures)") }
         s.expect(!s.simulation.accessory.isUp, "the link came up with an iAP1-only peer")
-        s.expect(s.simulation.accessory.nextDeadline == nil, "the accessory kept sending after the iAP1 answer")
-        if let failure = failures.first { s.note("\(failure)") }
+        let restarts = s.simulation.events(.accessory).filter { if case .restartScheduled = $0 { true } else { false } }
+        s.expect(restarts == [.restartScheduled(after: .seconds(1))], "expected one restart after 1 s, got \(restarts)")
+        let detectsAfter = s.simulation.wireLog.filter { $0.role == .accessory && $0.time > answeredAt && $0.bytes == DetectSequence.bytes }
+        s.expect(detectsAfter.first.map { $0.time - answeredAt >= .seconds(1) } ?? false, "the accessory did not start over after its backoff")
+        if let failure = failures.first { s.note("\(failure); detecting again after 1 s") }
     }
 
     static let negotiationAccepted = ConformanceCase(name: "negotiation-accepted", purpose: "each end sends within the other's receive limits; timers settle on the smaller values") { s in
@@ -75,8 +83,8 @@ extension ConformanceCase {
     }
 
     static let negotiationRefused = ConformanceCase(name: "negotiation-refused", purpose: "out-of-range proposals are adjusted or refused with a reason, never used") { s in
-        // 1. Out of range but adjustable: the device answers in range and says why.
-        let wild = LinkParameters(maximumOutstandingPackets: 200, maximumPacketLength: 16, retransmitTimeout: .milliseconds(5),
+        // 1. Out of range but adjustable: the device answers in range and says what it used.
+        let wild = LinkParameters(maximumOutstandingPackets: 200, maximumPacketLength: 1024, retransmitTimeout: .milliseconds(5),
                                   cumulativeAckTimeout: .milliseconds(3), maximumRetransmissions: 40, maximumCumulativeAcks: 3)
         s.configure(accessory: Scenario.accessory(wild))
         s.simulation.start()
@@ -85,8 +93,11 @@ extension ConformanceCase {
             if case .negotiationAdjusted(let reasons) = event { reasons } else { nil }
         }
         s.expect(!adjusted.isEmpty, "the device did not report adjusting out-of-range values")
-        // The accessory proposed a 16-byte limit the device may not use; a proposal
-        // the accessory cannot honour itself is refused by the accessory's own check.
+        s.expect(adjusted.first?.contains { $0.contains("sending at most 127") } == true, "the window adjustment does not say what is used: \(adjusted)")
+        s.expect(adjusted.first?.contains { $0.contains("using 20 ms") } == true, "the timeout adjustment does not say what is used: \(adjusted)")
+        s.expect(s.simulation.device.negotiated.map { $0.sendWindow <= 127 } ?? true, "the device kept the out-of-range window")
+        // The device raised the accessory's timers; an answer the accessory cannot
+        // honour itself is refused by the accessory's own check.
         let accessoryEvents = s.simulation.events(.accessory)
         s.expect(accessoryEvents.contains(where: isUp) || accessoryEvents.contains(where: isFailed),
                  "the accessory neither accepted nor refused the adjusted answer")
@@ -112,6 +123,31 @@ extension ConformanceCase {
         s.expect(refused.first?.contains { $0.contains("version 2") } == true, "version 2 was not refused with its reason: \(refused)")
         let reset = (s.simulation.sent[.device] ?? []).compactMap { try? LinkPacket(decoding: $0) }.contains { $0.control.contains(.rst) }
         s.expect(reset, "the device did not answer the refused SYN with RST")
+
+        // Receive limits the device would have to send with cannot be adjusted
+        // upwards: no window, packets too short for data, the reserved session 0.
+        let unusable: [(String, (inout LinkSynchronization) -> Void)] = [
+            ("max outstanding packets 0", { $0.maximumOutstandingPackets = 0 }),
+            ("max packet length 0", { $0.maximumPacketLength = 0 }),
+            ("max packet length 4", { $0.maximumPacketLength = 4 }),
+            ("max packet length 10", { $0.maximumPacketLength = 10 }),
+            ("session id 0", { $0.sessions.append(LinkSessionDescriptor(id: 0, type: .externalAccessory)) }),
+        ]
+        for (name, change) in unusable {
+            s.configure()
+            s.simulation.start()
+            s.simulation.run(for: .milliseconds(5))
+            var proposal = LinkParameters().synchronization
+            change(&proposal)
+            s.simulation.inject((try? LinkPacket(control: .syn, sequence: 9, payload: proposal.encoded()).encoded()) ?? [], to: .device)
+            let reasons = s.simulation.events(.device).compactMap { event -> [String]? in
+                if case .proposalRefused(let reasons) = event { reasons } else { nil }
+            }.first ?? []
+            s.expect(reasons.contains { $0.contains(name) }, "\(name) was not refused with its reason: \(reasons)")
+            let answered = (s.simulation.sent[.device] ?? []).compactMap { try? LinkPacket(decoding: $0) }
+                .contains { $0.control == [.syn, .ack] && $0.acknowledgement == 9 }
+            s.expect(!answered, "the device answered a SYN with \(name)")
+        }
 
         // 3. A device answering out of range is refused by the accessory.
         s.configure()

@@ -62,11 +62,13 @@ public struct InProcessMediaPair: Sendable {
     }
 
     private mutating func handle(_ actions: [LinkAction], from role: LinkRole) {
+        var consumed = 0
         for action in actions {
             switch action {
             case .send(let bytes):
                 wire.append((role == .accessory ? .device : .accessory, bytes))
             case .deliver(let session, let bytes) where session == 1:
+                consumed += bytes.count
                 let (inputs, _) = channels[role, default: ControlChannel()].receive(bytes)
                 for case .message(let message) in inputs {
                     guard let typed = try? MediaMessage(message) else { continue }
@@ -76,6 +78,8 @@ public struct InProcessMediaPair: Sendable {
                 break
             }
         }
+        guard consumed > 0 else { return }
+        if role == .device { handle(device.consumed(consumed, now: now), from: .device) } else { handle(accessory.consumed(consumed, now: now), from: .accessory) }
     }
 
     private mutating func dispatchPhone(_ outputs: [PhoneMediaRole.Output]) {

@@ -136,6 +136,7 @@ public struct LinkSimulator: Sendable {
     }
 
     private mutating func apply(_ actions: [LinkAction], from role: LinkRole) {
+        var consumed = 0
         for action in actions {
             switch action {
             case .send(let bytes):
@@ -145,9 +146,16 @@ public struct LinkSimulator: Sendable {
             case .deliver(let session, let bytes):
                 delivered[role, default: [:]][session, default: []].append(contentsOf: bytes)
                 deliveries[role, default: [:]][session, default: []].append(bytes)
+                consumed += bytes.count
             case .event(let event):
                 records.append(Record(time: now, role: role, event: event))
             }
+        }
+        // The simulated reader keeps up: what it was given is handed back at once.
+        guard consumed > 0 else { return }
+        switch role {
+        case .accessory: apply(accessory.consumed(consumed, now: now), from: .accessory)
+        case .device: apply(device.consumed(consumed, now: now), from: .device)
         }
     }
 }

@@ -63,10 +63,6 @@ public final class MediaEndpoint: @unchecked Sendable {
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
     /// Whether to stop, checked after every input.
     public var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
-    /// For the accessory end: start the link over (detect, SYN) when it goes
-    /// down while the transport stays open, e.g. when the phone program at
-    /// the other end of a USB cable is restarted without an unplug.
-    public var restartsLink = false
 
     public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard,
          log: @escaping @Sendable (String) -> Void) {
@@ -165,12 +161,12 @@ public final class MediaEndpoint: @unchecked Sendable {
             log("link down: \(reason)")
             endReason = "link down: \(reason)"
             await disconnected()
-            if restartsLink && kind.linkRole == .accessory {
-                log("starting the link over")
-                driver.restart()
-            }
         case .link(.failed(let failure)):
             log("link failed: \(failure)")
+        case .link(.restartScheduled(let delay)):
+            log("starting the link over in \(delay)")
+        case .link(.peerViolation(let violation)):
+            log("the peer broke a link rule: \(violation) (counted; reported once per connection)")
         case .link(.renegotiated(let link)):
             log("link renegotiated: window \(link.sendWindow), packets of \(link.sendPacketLength) bytes")
         case .link(.negotiationAdjusted(let reasons)):
@@ -182,6 +178,8 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .link(.sessionWritable):
             break
         case .data(let session, let bytes):
+            // Handed back once handled: a reader that falls behind holds the peer back.
+            defer { driver.consumed(bytes.count) }
             if session == fileSession {
                 await fileData(bytes)
                 return

@@ -25,6 +25,9 @@ public struct LinkEnd: Sendable {
         /// Device: SYN+ACK sent, waiting for the ACK that completes the handshake.
         case answered(link: NegotiatedLink, renegotiating: Bool)
         case connected(NegotiatedLink)
+        /// Accessory after a failure, or after its link went down with the
+        /// transport open: starts over at `at`.
+        case restarting(at: LinkInstant)
         /// Accessory after the link went down or failed: `start` begins again.
         case closed
     }
@@ -33,6 +36,7 @@ public struct LinkEnd: Sendable {
         var sequence: UInt8
         var session: UInt8
         var payload: [UInt8]
+        /// When it is due for retransmission (last sent + the timeout).
         var deadline: LinkInstant
         var retransmissions: Int
         /// The peer listed it in an EAK: it holds it out of order.
@@ -44,6 +48,8 @@ public struct LinkEnd: Sendable {
     /// external-accessory sessions carry datagrams, one per packet, whose
     /// boundaries the receiver relies on.
     private struct SessionQueue: Sendable {
+        // `take` is only called with a positive maximum: negotiation refuses
+        // packet lengths that cannot carry a payload byte.
         var bytes: [UInt8] = []
         var head = 0
         /// Datagram lengths in order, for datagram sessions.
@@ -72,7 +78,15 @@ public struct LinkEnd: Sendable {
     private var sendSequence: UInt8
     private var receivedSequence: UInt8 = 0
     private var unacked: [Outgoing] = []
-    private var outOfOrder: [UInt8: (session: UInt8, payload: [UInt8])] = [:]
+    /// Packets received and not yet delivered: out of order, or in order but
+    /// held while the reader is behind. Bounded by the receive window.
+    private var held: [UInt8: (session: UInt8, payload: [UInt8])] = [:]
+    /// Bytes delivered that the reader has not handed back with `consumed`.
+    private var unconsumed = 0
+    /// Violation kinds already reported on this connection.
+    private var reportedViolations: Set<String> = []
+    /// The accessory's next restart delay.
+    private var restartDelay: Duration?
     private var pendingAcks = 0
     private var ackDeadline: LinkInstant?
     private var ackNow = false
@@ -81,8 +95,11 @@ public struct LinkEnd: Sendable {
     private var nextSessionIndex = 0
     private var lastSent = LinkInstant.zero
     private var lastReceived = LinkInstant.zero
-    /// Since when the decoder has held an incomplete packet.
+    /// Since when the decoder has held an incomplete packet, and the stream
+    /// offset its buffered bytes reached then: candidates starting before it
+    /// have waited the whole timeout.
     private var partialSince: LinkInstant?
+    private var partialUntil = 0
     /// The accessory waits for its packets in flight before renegotiating.
     private var renegotiationRequested = false
     private var actions: [LinkAction] = []
@@ -127,6 +144,8 @@ public struct LinkEnd: Sendable {
         switch state {
         case .idle, .closed, .listening, .answered:
             return nil
+        case .restarting(let at):
+            return at
         case .detecting(_, let next), .synchronizing(_, _, let next, _):
             return next
         case .connected(let link):
@@ -152,6 +171,11 @@ public struct LinkEnd: Sendable {
     /// device starts listening. Also restarts a closed accessory end.
     public mutating func start(now: LinkInstant) -> [LinkAction] {
         resetLinkState()
+        begin(now: now)
+        return takeActions()
+    }
+
+    private mutating func begin(now: LinkInstant) {
         switch configuration.role {
         case .device:
             state = .listening
@@ -163,13 +187,14 @@ public struct LinkEnd: Sendable {
                 state = .detecting(attempts: 1, next: now + configuration.detectInterval)
             }
         }
-        return takeActions()
     }
 
     /// Bytes from the transport.
     public mutating func receive(_ bytes: some Collection<UInt8>, now: LinkInstant) -> [LinkAction] {
-        if case .idle = state { return [] }
-        if case .closed = state { return [] }
+        switch state {
+        case .idle, .closed, .restarting: return []
+        default: break
+        }
         decoder.append(bytes)
         decodeBuffered(now: now)
         flush(now: now)
@@ -191,22 +216,45 @@ public struct LinkEnd: Sendable {
                 statistics.packetsReceived += 1
                 packetReceived(header, payload: Array(decoder.payload), now: now)
             case .iap1(let frame, _):
-                // Only a frame whose checksum holds is an answer: a detect echo
-                // corrupted in transit also looks like an iAP1 frame.
-                if case .detecting = state, configuration.role == .accessory, frame.checksumValid {
-                    let payload = Array(decoder.payload)
-                    fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: payload.count > 1 ? UInt16(payload[1]) : 0), now: now)
+                // Only a real iAP1 answer to the detect means the peer speaks
+                // nothing else: noise (or a corrupted echo) can look like a frame.
+                let payload = decoder.payload
+                if case .detecting = state, configuration.role == .accessory, frame.checksumValid, Self.isIAP1AnswerToDetect(payload) {
+                    fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: UInt16(payload.dropFirst().first ?? 0)), now: now)
+                } else if frame.checksumValid {
+                    statistics.bytesSkipped += frame.encodedLength
                 }
             case .skipped(let skipped):
                 statistics.bytesSkipped += skipped.count
+                if skipped.reason == .badLength, case .connected(let link) = state {
+                    // A header that checks out but claims more than this end advertised.
+                    statistics.oversizedPacketsReceived += 1
+                    violation(.oversizedPacket(limit: link.receivePacketLength))
+                } else if skipped.reason == .truncated, isUp {
+                    violation(.incompletePacketAbandoned(bytes: skipped.count))
+                }
             }
-            if case .closed = state { break }
+            switch state {
+            case .closed, .restarting: break
+            default: continue
+            }
+            break
         }
         if decoder.bufferedByteCount == 0 {
             partialSince = nil
         } else if partialSince == nil {
             partialSince = now
+            partialUntil = decoder.offset + decoder.bufferedByteCount
         }
+    }
+
+    /// An iAP1-only device answers the detect (lingo 0, command 0xEE) with
+    /// an iPodAck naming command 0xEE, or with RequestIdentify (IAP-FACTS.md).
+    static func isIAP1AnswerToDetect(_ payload: some Collection<UInt8>) -> Bool {
+        let bytes = Array(payload.prefix(4))
+        guard bytes.count >= 2, bytes[0] == 0x00 else { return false }
+        if bytes[1] == 0x02 { return bytes.count == 4 && bytes[3] == DetectSequence.bytes[4] }
+        return bytes[1] == 0x00 && payload.count == 2
     }
 
     /// Queues bytes on a session; they go out as the window allows, split
@@ -245,15 +293,22 @@ public struct LinkEnd: Sendable {
     public mutating func tick(now: LinkInstant) -> [LinkAction] {
         if let since = partialSince, now >= since + configuration.partialPacketTimeout {
             // Stale bytes that look like the start of a long packet: stop
-            // waiting for them and look for packets inside.
-            decoder.abandonCandidate()
+            // waiting for every candidate that has waited the whole timeout
+            // at once (headers may be stacked) and look for packets inside.
+            decoder.abandonCandidates(before: partialUntil)
             partialSince = nil
             decodeBuffered(now: now)
+            flush(now: now)
         }
         switch state {
+        case .restarting(let at) where now >= at:
+            statistics.restarts += 1
+            resetLinkState()
+            begin(now: now)
         case .detecting(let attempts, let next) where now >= next:
             if let limit = configuration.detectAttempts, attempts >= limit {
-                fail(.detectUnanswered(attempts: attempts), now: now)
+                // The caller bounded the attempts: stop for good.
+                fail(.detectUnanswered(attempts: attempts), now: now, restarting: false)
             } else {
                 emit(DetectSequence.bytes, now: now)
                 state = .detecting(attempts: attempts + 1, next: now + configuration.detectInterval)
@@ -285,9 +340,12 @@ public struct LinkEnd: Sendable {
         switch state {
         case .idle, .closed:
             return []
+        case .restarting:
+            closeQuietly()
+            return takeActions()
         default:
             emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
-            if isUp { goDown(.localReset, now: now) } else { closeQuietly() }
+            if isUp { goDown(.localReset, now: now, restarting: false) } else { closeQuietly() }
             return takeActions()
         }
     }
@@ -299,11 +357,11 @@ public struct LinkEnd: Sendable {
         case .idle, .closed:
             return []
         case .connected, .answered(_, true), .synchronizing(_, _, _, true):
-            goDown(.transportClosed(why), now: now)
+            goDown(.transportClosed(why), now: now, restarting: false)
         default:
             closeQuietly()
         }
-        if configuration.role == .device { state = .closed }
+        state = .closed
         return takeActions()
     }
 
@@ -403,7 +461,7 @@ public struct LinkEnd: Sendable {
             case .failure(let failure):
                 actions.append(.event(.proposalRefused(failure.reasons)))
                 emitReset(now: now)
-            case .success(let (answer, adjustments)):
+            case .success(let (answer, peer, adjustments)):
                 if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
                 // A first SYN+ACK takes the initial sequence number; on a
                 // renegotiation it names the last one sent and consumes none,
@@ -411,7 +469,7 @@ public struct LinkEnd: Sendable {
                 if !renegotiating { sendSequence = configuration.initialSequence }
                 receivedSequence = header.sequence
                 emitPacket(LinkPacket(control: [.syn, .ack], sequence: sendSequence, acknowledgement: header.sequence, payload: answer.encoded()), now: now)
-                let link = LinkNegotiation.negotiated(own: answer, peer: sync, timers: answer)
+                let link = LinkNegotiation.negotiated(own: answer, peer: peer, timers: answer)
                 state = .answered(link: link, renegotiating: renegotiating)
             }
         case .accessory:
@@ -439,10 +497,12 @@ public struct LinkEnd: Sendable {
 
     private mutating func becomeConnected(_ link: NegotiatedLink, renegotiated: Bool, now: LinkInstant) {
         state = .connected(link)
-        outOfOrder.removeAll()
+        held.removeAll()
         pendingAcks = 0
         ackDeadline = nil
         lastReceived = now
+        restartDelay = nil
+        if !renegotiated { reportedViolations.removeAll() }
         let ids = link.sessions.map(\.id)
         for id in ids where queues[id] == nil { queues[id] = SessionQueue() }
         sessionOrder = ids
@@ -462,29 +522,34 @@ public struct LinkEnd: Sendable {
         }
         guard !payload.isEmpty else { return }
         if link.zeroAck {
+            // Nothing holds a zero-ACK peer back: what the reader has no room
+            // for is dropped and counted.
             receivedSequence = header.sequence
-            deliver(session: header.session, payload, link: link)
+            if readerHasRoom(for: payload.count) {
+                deliver(session: header.session, payload, link: link)
+            } else {
+                statistics.bytesDroppedForReader += payload.count
+            }
             return
         }
         let distance = Int(header.sequence &- receivedSequence)
-        if distance == 1 {
-            receivedSequence = header.sequence
-            deliver(session: header.session, payload, link: link)
-            pendingAcks += 1
-            while let next = outOfOrder.removeValue(forKey: receivedSequence &+ 1) {
-                receivedSequence &+= 1
-                deliver(session: next.session, next.payload, link: link)
-                pendingAcks += 1
+        if distance >= 1 && distance <= link.receiveWindow {
+            if held[header.sequence] != nil {
+                // A copy of a packet already held: the peer missed our answer.
+                // Re-ACK (an EAK per copy makes a peer that reads EAK lists as
+                // missing packets resend them all again, forever).
+                statistics.duplicatesReceived += 1
+                if !readerStalled { ackNow = true }
+                return
             }
-            if pendingAcks >= max(1, link.maximumCumulativeAcks) {
-                ackNow = true
-            } else if ackDeadline == nil {
-                ackDeadline = now + link.cumulativeAckTimeout
+            held[header.sequence] = (header.session, payload)
+            if distance == 1 {
+                deliverHeld(link: link, now: now)
+                if readerStalled { statistics.packetsHeldForReader += 1 }
+            } else {
+                statistics.outOfOrderReceived += 1
+                if !readerStalled { sendEAK(now: now) }
             }
-        } else if distance > 1 && distance <= link.receiveWindow {
-            statistics.outOfOrderReceived += 1
-            if outOfOrder[header.sequence] == nil { outOfOrder[header.sequence] = (header.session, payload) }
-            sendEAK(now: now)
         } else {
             // Already delivered: the peer missed our acknowledgement.
             statistics.duplicatesReceived += 1
@@ -492,14 +557,66 @@ public struct LinkEnd: Sendable {
         }
     }
 
+    /// Whether the reader can take `count` more bytes now. A reader that has
+    /// caught up always gets at least one packet.
+    private func readerHasRoom(for count: Int) -> Bool {
+        unconsumed == 0 || unconsumed + count <= configuration.receiveBufferLimit
+    }
+
+    /// The next packet in order is held because the reader is behind.
+    private var readerStalled: Bool { held[receivedSequence &+ 1] != nil }
+
+    /// Delivers held packets in order while the reader has room, and
+    /// schedules their acknowledgement.
+    private mutating func deliverHeld(link: NegotiatedLink, now: LinkInstant) {
+        var delivered = 0
+        while let next = held[receivedSequence &+ 1], readerHasRoom(for: next.payload.count) {
+            held[receivedSequence &+ 1] = nil
+            receivedSequence &+= 1
+            deliver(session: next.session, next.payload, link: link)
+            delivered += 1
+        }
+        guard delivered > 0 else { return }
+        pendingAcks += delivered
+        if pendingAcks >= max(1, link.maximumCumulativeAcks) {
+            ackNow = true
+        } else if ackDeadline == nil {
+            ackDeadline = now + link.cumulativeAckTimeout
+        }
+    }
+
+    /// The reader has handled `count` delivered bytes: packets held for it
+    /// are delivered and acknowledged.
+    public mutating func consumed(_ count: Int, now: LinkInstant) -> [LinkAction] {
+        unconsumed = max(0, unconsumed - count)
+        if case .connected(let link) = state, !link.zeroAck, readerStalled {
+            deliverHeld(link: link, now: now)
+            if !readerStalled { ackNow = true }
+            flush(now: now)
+        }
+        return takeActions()
+    }
+
     private mutating func deliver(session: UInt8, _ payload: [UInt8], link: NegotiatedLink) {
-        guard link.session(session) != nil else { return }
+        guard link.session(session) != nil else {
+            statistics.unknownSessionPackets += 1
+            violation(.unknownSession(session))
+            return
+        }
+        unconsumed += payload.count
         actions.append(.deliver(session: session, payload))
     }
 
     /// Removes every packet up to and including `sequence` from the
-    /// retransmission queue.
+    /// retransmission queue. An acknowledgement of a number not yet sent is
+    /// ignored: it would drop packets the peer never received.
     private mutating func acknowledge(_ sequence: UInt8, link: NegotiatedLink) {
+        let ahead = Int(sequence &- sendSequence)
+        if ahead != 0 && ahead < 128 {
+            statistics.invalidAcknowledgements += 1
+            violation(.acknowledgementNotSent(sequence))
+            return
+        }
         var count = 0
         for packet in unacked {
             // In the window, `sequence - packet` is small; for later packets it wraps past 127.
@@ -510,23 +627,38 @@ public struct LinkEnd: Sendable {
     }
 
     /// The peer holds the listed packets out of order: everything older that
-    /// it does not list is missing and goes again now.
+    /// it does not list is missing and goes again now. A list that does not
+    /// match the packets in flight (too long, repeated or unknown numbers) is
+    /// ignored; a packet resent within half a timeout is not resent again
+    /// for a repeated EAK; every resend counts against the retransmission limit.
     private mutating func extendedAcknowledgement(_ payload: [UInt8], link: NegotiatedLink, now: LinkInstant) {
-        let held = Set(payload)
-        guard let newest = unacked.lastIndex(where: { held.contains($0.sequence) }) else { return }
+        let listed = Set(payload)
+        let inFlight = Set(unacked.lazy.map(\.sequence))
+        guard !payload.isEmpty, payload.count <= link.sendWindow, listed.count == payload.count, listed.isSubset(of: inFlight) else {
+            statistics.invalidEAKs += 1
+            violation(.invalidExtendedAcknowledgement(listed: payload.count, inFlight: unacked.count))
+            return
+        }
+        guard let newest = unacked.lastIndex(where: { listed.contains($0.sequence) }) else { return }
         for index in unacked.indices where index <= newest {
-            if held.contains(unacked[index].sequence) {
+            if listed.contains(unacked[index].sequence) {
                 unacked[index].heldByPeer = true
-            } else {
-                retransmit(index, link: link, now: now)
+                continue
             }
+            // Resent less than half a timeout ago: this EAK was sent before our copy arrived.
+            if unacked[index].retransmissions > 0 && unacked[index].deadline - now > link.retransmitTimeout / 2 { continue }
+            if unacked[index].retransmissions >= link.maximumRetransmissions {
+                goDown(.retransmissionsExhausted(sequence: unacked[index].sequence, attempts: unacked[index].retransmissions), now: now)
+                return
+            }
+            retransmit(index, link: link, now: now)
         }
     }
 
     private mutating func sendEAK(now: LinkInstant) {
-        let held = outOfOrder.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }
+        let list = held.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }
         statistics.eaksSent += 1
-        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: held), now: now)
+        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: list), now: now)
         pendingAcks = 0
         ackDeadline = nil
     }
@@ -572,7 +704,8 @@ public struct LinkEnd: Sendable {
             ackNow = false
             return
         }
-        while !renegotiationRequested, link.zeroAck || unacked.count < link.sendWindow, let session = nextSessionWithData() {
+        while !renegotiationRequested, link.maximumPayload > 0, link.zeroAck || unacked.count < link.sendWindow,
+              let session = nextSessionWithData() {
             let chunk = queues[session]!.take(link.maximumPayload)
             sendSequence &+= 1
             emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence, session: session, payload: chunk), now: now)
@@ -617,16 +750,40 @@ public struct LinkEnd: Sendable {
 
     // MARK: - Endings
 
-    private mutating func goDown(_ reason: LinkDownReason, now: LinkInstant) {
+    /// The link that was up is gone. An accessory whose transport stays open
+    /// starts over after a delay unless this end ended it (`restarting: false`).
+    private mutating func goDown(_ reason: LinkDownReason, now: LinkInstant, restarting: Bool = true) {
         actions.append(.event(.down(reason)))
         resetLinkState()
-        state = configuration.role == .device ? .listening : .closed
+        afterEnding(now: now, restarting: restarting)
     }
 
-    private mutating func fail(_ failure: LinkFailure, now: LinkInstant) {
+    private mutating func fail(_ failure: LinkFailure, now: LinkInstant, restarting: Bool = true) {
         actions.append(.event(.failed(failure)))
         resetLinkState()
-        state = configuration.role == .device ? .listening : .closed
+        afterEnding(now: now, restarting: restarting)
+    }
+
+    private mutating func afterEnding(now: LinkInstant, restarting: Bool) {
+        switch configuration.role {
+        case .device:
+            state = .listening
+        case .accessory:
+            guard restarting, let policy = configuration.restart else {
+                state = .closed
+                return
+            }
+            let delay = restartDelay ?? policy.initialDelay
+            restartDelay = min(delay * 2, policy.maximumDelay)
+            state = .restarting(at: now + delay)
+            actions.append(.event(.restartScheduled(after: delay)))
+        }
+    }
+
+    /// Reports a kind of violation once per connection.
+    private mutating func violation(_ violation: LinkViolation) {
+        guard reportedViolations.insert(violation.kind).inserted else { return }
+        actions.append(.event(.peerViolation(violation)))
     }
 
     private mutating func closeQuietly() {
@@ -636,7 +793,8 @@ public struct LinkEnd: Sendable {
 
     private mutating func resetLinkState() {
         unacked.removeAll()
-        outOfOrder.removeAll()
+        held.removeAll()
+        unconsumed = 0
         queues.removeAll()
         sessionOrder.removeAll()
         pendingAcks = 0

@@ -93,13 +93,24 @@ public struct NegotiationFailure: Error, Hashable, Sendable, CustomStringConvert
 /// The rules of link synchronisation, shared by both ends.
 public enum LinkNegotiation {
     /// The device's answer to a SYN: its own receive limits, the smaller of
-    /// each timer and count, with out-of-range proposals adjusted into range.
-    /// Proposals that cannot be adjusted (an unknown link version, no control
-    /// session, duplicate session ids) are refused.
-    public static func answer(to proposal: LinkSynchronization, limits: LinkParameters) -> Result<(answer: LinkSynchronization, adjustments: [String]), NegotiationFailure> {
+    /// each timer and count, with out-of-range timers and counts adjusted
+    /// into range. The accessory's receive limits are what this end sends
+    /// with, so they cannot be adjusted upwards: a window of 0 or a packet
+    /// length too short to carry data is refused, as are an unknown link
+    /// version, no control session, duplicate session ids and the reserved
+    /// session id 0. `peer` is the proposal as this end will honour it (a
+    /// window over 127 taken as 127); each adjustment says what was used.
+    public static func answer(to proposal: LinkSynchronization, limits: LinkParameters)
+        -> Result<(answer: LinkSynchronization, peer: LinkSynchronization, adjustments: [String]), NegotiationFailure> {
         var refusals: [String] = []
         if proposal.version != LinkSynchronization.supportedVersion {
             refusals.append("link version \(proposal.version) is not supported (only \(LinkSynchronization.supportedVersion))")
+        }
+        if proposal.maximumOutstandingPackets == 0 {
+            refusals.append("max outstanding packets 0: this end could never send a packet")
+        }
+        if Int(proposal.maximumPacketLength) < LinkSynchronization.minimumPacketLength {
+            refusals.append("max packet length \(proposal.maximumPacketLength) is below \(LinkSynchronization.minimumPacketLength): no packet could carry data")
         }
         if !proposal.sessions.contains(where: { $0.type == .control }) {
             refusals.append("no control session offered")
@@ -107,33 +118,54 @@ public enum LinkNegotiation {
         if Set(proposal.sessions.map(\.id)).count != proposal.sessions.count {
             refusals.append("session ids are not unique")
         }
+        if proposal.sessions.contains(where: { $0.id == 0 }) {
+            refusals.append("session id 0 is reserved")
+        }
         if !refusals.isEmpty { return .failure(NegotiationFailure(reasons: refusals)) }
 
-        var adjustments = proposal.violations
+        var adjustments: [String] = []
+        var peer = proposal
+        let windowLimit = LinkSynchronization.maximumOutstandingRange.upperBound
+        if Int(proposal.maximumOutstandingPackets) > windowLimit {
+            peer.maximumOutstandingPackets = UInt8(windowLimit)
+            adjustments.append("max outstanding packets \(proposal.maximumOutstandingPackets) is over \(windowLimit): sending at most \(windowLimit) unacknowledged")
+        }
         var answer = LinkSynchronization(
-            maximumOutstandingPackets: UInt8(clamping: min(max(limits.maximumOutstandingPackets, 1), 127)),
+            maximumOutstandingPackets: UInt8(clamping: min(max(limits.maximumOutstandingPackets, 1), windowLimit)),
             maximumPacketLength: UInt16(clamping: max(limits.maximumPacketLength, LinkSynchronization.minimumPacketLength)),
             retransmitTimeoutMilliseconds: 0, cumulativeAckTimeoutMilliseconds: 0, maximumRetransmissions: 0, maximumCumulativeAcks: 0,
             sessions: proposal.sessions)
         if !proposal.isZeroAck {
             let ownRTO = limits.zeroAck ? Int.max : limits.retransmitTimeout.wholeMilliseconds
-            let rto = max(LinkSynchronization.minimumRetransmitTimeout, min(Int(proposal.retransmitTimeoutMilliseconds), ownRTO))
-            var cack = max(LinkSynchronization.minimumCumulativeAckTimeout,
-                           min(Int(proposal.cumulativeAckTimeoutMilliseconds), limits.zeroAck ? Int.max : limits.cumulativeAckTimeout.wholeMilliseconds))
-            cack = min(cack, rto / 2)
-            let retries = min(max(Int(proposal.maximumRetransmissions), 1), 30, limits.zeroAck ? 30 : limits.maximumRetransmissions)
-            let acks = min(Int(proposal.maximumCumulativeAcks), limits.zeroAck ? 127 : limits.maximumCumulativeAcks,
-                           Int(answer.maximumOutstandingPackets), Int(proposal.maximumOutstandingPackets), 127)
+            var rto = max(LinkSynchronization.minimumRetransmitTimeout, min(Int(proposal.retransmitTimeoutMilliseconds), ownRTO))
+            let ownCACK = limits.zeroAck ? Int.max : limits.cumulativeAckTimeout.wholeMilliseconds
+            var cack = max(LinkSynchronization.minimumCumulativeAckTimeout, min(Int(proposal.cumulativeAckTimeoutMilliseconds), ownCACK))
+            cack = max(LinkSynchronization.minimumCumulativeAckTimeout, min(cack, rto / 2))
+            if cack > rto / 2 { rto = cack * 2 }
+            let retries = min(max(Int(proposal.maximumRetransmissions), 1), LinkSynchronization.maximumRetransmissionsRange.upperBound,
+                              limits.zeroAck ? LinkSynchronization.maximumRetransmissionsRange.upperBound : max(1, limits.maximumRetransmissions))
+            let acks = max(0, min(Int(proposal.maximumCumulativeAcks), limits.zeroAck ? 127 : limits.maximumCumulativeAcks,
+                                  Int(answer.maximumOutstandingPackets), Int(peer.maximumOutstandingPackets), LinkSynchronization.maximumCumulativeAcksLimit))
             answer.retransmitTimeoutMilliseconds = UInt16(clamping: rto)
-            answer.cumulativeAckTimeoutMilliseconds = UInt16(clamping: max(cack, LinkSynchronization.minimumCumulativeAckTimeout))
-            answer.maximumRetransmissions = UInt8(clamping: max(1, retries))
-            answer.maximumCumulativeAcks = UInt8(clamping: max(0, acks))
-            if answer.cumulativeAckTimeoutMilliseconds > answer.retransmitTimeoutMilliseconds / 2 {
-                answer.retransmitTimeoutMilliseconds = answer.cumulativeAckTimeoutMilliseconds * 2
+            answer.cumulativeAckTimeoutMilliseconds = UInt16(clamping: cack)
+            answer.maximumRetransmissions = UInt8(clamping: retries)
+            answer.maximumCumulativeAcks = UInt8(clamping: acks)
+            // Say what is used for every proposed value that broke a bound.
+            if Int(proposal.retransmitTimeoutMilliseconds) < LinkSynchronization.minimumRetransmitTimeout {
+                adjustments.append("retransmission timeout \(proposal.retransmitTimeoutMilliseconds) ms is below \(LinkSynchronization.minimumRetransmitTimeout) ms: using \(rto) ms")
+            }
+            if Int(proposal.cumulativeAckTimeoutMilliseconds) < LinkSynchronization.minimumCumulativeAckTimeout
+                || Int(proposal.cumulativeAckTimeoutMilliseconds) > Int(proposal.retransmitTimeoutMilliseconds) / 2 {
+                adjustments.append("cumulative ACK timeout \(proposal.cumulativeAckTimeoutMilliseconds) ms is outside \(LinkSynchronization.minimumCumulativeAckTimeout) ms to half the retransmission timeout: using \(cack) ms")
+            }
+            if !LinkSynchronization.maximumRetransmissionsRange.contains(Int(proposal.maximumRetransmissions)) {
+                adjustments.append("max retransmissions \(proposal.maximumRetransmissions) is outside \(LinkSynchronization.maximumRetransmissionsRange.lowerBound)...\(LinkSynchronization.maximumRetransmissionsRange.upperBound): using \(retries)")
+            }
+            if Int(proposal.maximumCumulativeAcks) > min(LinkSynchronization.maximumCumulativeAcksLimit, Int(proposal.maximumOutstandingPackets)) {
+                adjustments.append("max cumulative ACKs \(proposal.maximumCumulativeAcks) exceeds max outstanding packets \(proposal.maximumOutstandingPackets): using \(acks)")
             }
         }
-        adjustments = adjustments.map { "adjusted: " + $0 }
-        return .success((answer, adjustments))
+        return .success((answer, peer, adjustments))
     }
 
     /// The accessory's check of the device's answer: acceptable when every

@@ -30,12 +30,22 @@ public struct LinkConfiguration: Sendable {
     /// How long an incomplete packet may wait for the rest of its bytes
     /// before it is taken for stale bytes and scanned past.
     public var partialPacketTimeout: Duration
+    /// Bytes delivered but not yet handed back with `consumed`. Past it,
+    /// in-order packets are held unacknowledged (at most a window of them),
+    /// so a peer can never make this end queue more than the limit plus a
+    /// window of packets for a reader that does not keep up.
+    public var receiveBufferLimit: Int
+    /// The accessory starts over (detect, SYN) after its link failed or went
+    /// down while the transport stays open, waiting longer after each
+    /// failure; nil stops for good instead.
+    public var restart: LinkRestartPolicy?
 
     public init(
         role: LinkRole, parameters: LinkParameters = LinkParameters(), detectInterval: Duration = .seconds(1),
         detectAttempts: Int? = nil, skipDetect: Bool = false, keepAliveInterval: Duration? = .seconds(2),
         silenceLimit: Duration? = .seconds(10), sendQueueLimit: Int = 64 * 1024, initialSequence: UInt8 = 0,
-        partialPacketTimeout: Duration = .milliseconds(500)
+        partialPacketTimeout: Duration = .milliseconds(500), receiveBufferLimit: Int = 256 * 1024,
+        restart: LinkRestartPolicy? = LinkRestartPolicy()
     ) {
         self.role = role
         self.parameters = parameters
@@ -47,6 +57,21 @@ public struct LinkConfiguration: Sendable {
         self.sendQueueLimit = sendQueueLimit
         self.initialSequence = initialSequence
         self.partialPacketTimeout = partialPacketTimeout
+        self.receiveBufferLimit = receiveBufferLimit
+        self.restart = restart
+    }
+}
+
+/// How an accessory end starts over after a failure: the first attempt after
+/// `initialDelay`, each further one after twice the previous delay, never
+/// more than `maximumDelay`; back to `initialDelay` once a link comes up.
+public struct LinkRestartPolicy: Hashable, Sendable {
+    public var initialDelay: Duration
+    public var maximumDelay: Duration
+
+    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30)) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = max(initialDelay, maximumDelay)
     }
 }
 
@@ -111,6 +136,47 @@ public enum LinkEvent: Hashable, Sendable {
     case peerSleeping
     /// A session whose queue was full has room again.
     case sessionWritable(UInt8)
+    /// The peer broke a rule; what it sent was ignored and counted in the
+    /// statistics. Reported once per kind per connection.
+    case peerViolation(LinkViolation)
+    /// The accessory starts over (detect, SYN) after this delay.
+    case restartScheduled(after: Duration)
+}
+
+/// Something the peer sent that this end ignored, and why.
+public enum LinkViolation: Hashable, Sendable, CustomStringConvertible {
+    /// A packet longer than this end advertised it can receive.
+    case oversizedPacket(limit: Int)
+    /// Data on a session id the link did not negotiate.
+    case unknownSession(UInt8)
+    /// An acknowledgement of a sequence number this end never sent.
+    case acknowledgementNotSent(UInt8)
+    /// An EAK whose list does not match the packets in flight.
+    case invalidExtendedAcknowledgement(listed: Int, inFlight: Int)
+    /// An incomplete packet that never completed was given up.
+    case incompletePacketAbandoned(bytes: Int)
+
+    /// The kind, without its values: what "once per kind" counts.
+    public var kind: String {
+        switch self {
+        case .oversizedPacket: "oversized_packet"
+        case .unknownSession: "unknown_session"
+        case .acknowledgementNotSent: "acknowledgement_not_sent"
+        case .invalidExtendedAcknowledgement: "invalid_eak"
+        case .incompletePacketAbandoned: "incomplete_packet"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .oversizedPacket(let limit): "a packet longer than the \(limit) bytes this end can receive was dropped"
+        case .unknownSession(let id): "data on session \(id), which the link did not negotiate, was dropped"
+        case .acknowledgementNotSent(let sequence): "an acknowledgement of packet \(sequence), which was never sent, was ignored"
+        case .invalidExtendedAcknowledgement(let listed, let inFlight):
+            "an EAK listing \(listed) sequence numbers that do not match the \(inFlight) packets in flight was ignored"
+        case .incompletePacketAbandoned(let bytes): "\(bytes) bytes of an incomplete packet that never completed were skipped"
+        }
+    }
 }
 
 /// What the driver must do after a call into a `LinkEnd`.
@@ -158,4 +224,18 @@ public struct LinkStatistics: Hashable, Sendable {
     public var eaksReceived = 0
     public var corruptPacketsReceived = 0
     public var bytesSkipped = 0
+    /// Packets longer than this end's receive limit (dropped).
+    public var oversizedPacketsReceived = 0
+    /// Data packets on sessions never negotiated (dropped after acknowledging).
+    public var unknownSessionPackets = 0
+    /// Acknowledgements of sequence numbers never sent (ignored).
+    public var invalidAcknowledgements = 0
+    /// EAKs whose list did not match the packets in flight (ignored).
+    public var invalidEAKs = 0
+    /// In-order packets held unacknowledged because the reader was behind.
+    public var packetsHeldForReader = 0
+    /// Zero-ACK links cannot hold a peer back: bytes dropped when the reader was behind.
+    public var bytesDroppedForReader = 0
+    /// Times the accessory started over after a failure.
+    public var restarts = 0
 }

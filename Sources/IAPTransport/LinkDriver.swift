@@ -14,6 +14,10 @@ public enum LinkDriverEvent: Sendable {
 /// clock, the timer and the transport, and serialises every input to the
 /// link on one queue. Events arrive on `events`; `send` waits (suspending,
 /// never blocking a thread) while a session's queue is full.
+///
+/// Received data counts against the link's receive buffer limit until the
+/// reader hands it back with `consumed`: a reader that falls behind holds
+/// the peer back instead of letting `events` grow.
 public final class LinkDriver: @unchecked Sendable {
     public let events: AsyncStream<LinkDriverEvent>
     public let transport: Transport
@@ -77,6 +81,14 @@ public final class LinkDriver: @unchecked Sendable {
                     }
                 }
             }
+        }
+    }
+
+    /// The reader has handled `count` bytes of `.data` events.
+    public func consumed(_ count: Int) {
+        queue.async { [self] in
+            guard !finished else { return }
+            apply(link.consumed(count, now: MonotonicClock.now()))
         }
     }
 

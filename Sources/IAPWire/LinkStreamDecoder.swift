@@ -101,8 +101,9 @@ public struct LinkStreamDecoder: Sendable {
     private var suspectReason = SkipReason.garbage
     @usableFromInline internal private(set) var payloadRange = 0..<0
     private var finished = false
-    /// Stream offset of a candidate to skip instead of waiting for it.
-    private var abandonAt: Int?
+    /// Candidates starting before this stream offset are skipped instead of
+    /// waited for.
+    private var abandonBefore: Int?
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -136,7 +137,7 @@ public struct LinkStreamDecoder: Sendable {
         start = 0
         pendingSkip = nil
         suspectEnd = 0
-        abandonAt = nil
+        abandonBefore = nil
         finished = false
     }
 
@@ -148,8 +149,18 @@ public struct LinkStreamDecoder: Sendable {
     /// link. Returns whether there was anything to give up.
     @discardableResult
     public mutating func abandonCandidate() -> Bool {
-        guard start < buffer.count else { return false }
-        abandonAt = bufferOffset + start
+        abandonCandidates(before: offset + 1)
+    }
+
+    /// Gives up on every incomplete candidate that starts before stream
+    /// offset `end`, not only the first: stale headers may be stacked, and
+    /// giving them up one timeout at a time would stall the bytes behind
+    /// them. Candidates from `end` on are waited for as usual. Returns
+    /// whether there was anything to give up.
+    @discardableResult
+    public mutating func abandonCandidates(before end: Int) -> Bool {
+        guard start < buffer.count, end > offset else { return false }
+        abandonBefore = end
         return true
     }
 
@@ -188,7 +199,7 @@ public struct LinkStreamDecoder: Sendable {
     /// The next event, or nil when more bytes are needed (or, after `finish()`,
     /// when everything has been reported).
     public mutating func next() -> Event? {
-        if pendingSkip == nil, abandonAt == nil, let event = nextWholePacket() { return event }
+        if pendingSkip == nil, abandonBefore == nil, let event = nextWholePacket() { return event }
         return nextGeneral()
     }
 
@@ -207,9 +218,12 @@ public struct LinkStreamDecoder: Sendable {
                 return nil
             }
             var found = buffer.withUnsafeBufferPointer { examine($0, at: position) }
-            if abandonAt == bufferOffset + position {
-                abandonAt = nil
-                if case .needMore = found { found = .skip(count: 1, reason: .truncated) }
+            if let end = abandonBefore {
+                if bufferOffset + position >= end {
+                    abandonBefore = nil
+                } else if case .needMore = found {
+                    found = .skip(count: 1, reason: .truncated)
+                }
             }
             if case .needMore = found {
                 guard finished else { return nil }

@@ -77,8 +77,8 @@ struct Gadget: AsyncParsableCommand {
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
             let endpoint = MediaEndpoint(kind: kind, transport: transport) { logger(label, $0) }
-            // A new phone program on the host side gets a fresh link without a replug.
-            endpoint.restartsLink = true
+            // A new phone program on the host side gets a fresh link without a
+            // replug: the accessory link end starts over by itself.
             do {
                 try endpoint.start()
             } catch {

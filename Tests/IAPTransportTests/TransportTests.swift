@@ -18,7 +18,10 @@ final class EventCollector: Sendable {
     init(_ driver: LinkDriver) {
         let events = self.events
         reader = Task {
-            for await event in driver.events { events.withLock { $0.append(event) } }
+            for await event in driver.events {
+                events.withLock { $0.append(event) }
+                if case .data(_, let bytes) = event { driver.consumed(bytes.count) }
+            }
         }
     }
 
