@@ -89,9 +89,10 @@ public final class MediaEndpoint: @unchecked Sendable {
             feed.finish()
         }
         Task {
+            // Ends with the endpoint's inputs (a server runs one per connection).
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(50))
-                feed.yield(.tick)
+                if case .terminated = feed.yield(.tick) { return }
             }
         }
     }

@@ -10,17 +10,28 @@ import Synchronization
 /// thread waits in `poll` on the descriptor and on a wake-up pipe, so that
 /// `close` ends it promptly; writes go out on a serial queue so the caller
 /// never blocks.
+///
+/// The descriptor is non-blocking: a peer that stops reading cannot hold a
+/// write forever. A write that makes no progress for `writeStallLimit` ends
+/// the transport with a reason saying so, and `close` waits for queued
+/// writes at most `closeLinger`.
 final class DescriptorTransport: Transport {
     let name: String
     private let opener: @Sendable () throws(TransportError) -> Int32
     private let state = Mutex<(descriptor: Int32, closed: Bool, handler: (@Sendable (TransportEvent) -> Void)?)>((-1, false, nil))
+    /// Why writing failed (set by the writer, reported by the reader), and
+    /// until when queued writes may still try after `close`.
+    private let writeState = Mutex<(failure: String?, giveUpAt: ContinuousClock.Instant?)>((nil, nil))
+    private let writeStallLimit: Duration
+    static let closeLinger: Duration = .seconds(1)
     private let wake: (read: Int32, write: Int32)
     private let writer = DispatchQueue(label: "iap.transport.write")
     private let started = Mutex(false)
 
     /// `opener` runs on the transport's thread (it may block, e.g. in accept).
-    init(name: String, opener: @escaping @Sendable () throws(TransportError) -> Int32) {
+    init(name: String, writeStallLimit: Duration = .seconds(10), opener: @escaping @Sendable () throws(TransportError) -> Int32) {
         self.name = name
+        self.writeStallLimit = writeStallLimit
         self.opener = opener
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
@@ -62,6 +73,8 @@ final class DescriptorTransport: Transport {
             finish(error.description)
             return
         }
+        let flags = fcntl(descriptor, F_GETFL)
+        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
         let alreadyClosed = state.withLock { current -> Bool in
             current.descriptor = descriptor
             return current.closed
@@ -81,9 +94,10 @@ final class DescriptorTransport: Transport {
                 return
             }
             if fds[1].revents != 0 {
-                finish("closed by this end")
+                finish(writeState.withLock { $0.failure } ?? "closed by this end")
                 return
             }
+            if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR | POLLNVAL) == 0 { continue }
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 let handler = state.withLock { $0.handler }
@@ -101,31 +115,54 @@ final class DescriptorTransport: Transport {
     func write(_ bytes: [UInt8]) {
         writer.async { [self] in
             // Writes queued before `close` still go out (an RST, say): only a
-            // released descriptor stops them.
+            // released descriptor or a failed write stops them.
             let descriptor = state.withLock { $0.descriptor }
-            guard descriptor >= 0 else { return }
+            guard descriptor >= 0, writeState.withLock({ $0.failure }) == nil else { return }
             var offset = 0
+            var lastProgress = ContinuousClock.now
             while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { raw in
+                var written = bytes.withUnsafeBytes { raw in
                     Glibc.send(descriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
                 }
                 if written < 0 && errno == ENOTSOCK {
                     // A serial port: plain write.
-                    let plain = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
-                    if plain < 0 { if errno == EINTR || errno == EAGAIN { continue } else { return } }
-                    offset += plain
-                } else if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    return
-                } else {
-                    offset += written
+                    written = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
                 }
+                if written > 0 {
+                    offset += written
+                    lastProgress = .now
+                    continue
+                }
+                if written < 0 && errno == EINTR { continue }
+                guard written == 0 || errno == EAGAIN || errno == EWOULDBLOCK else {
+                    // The reader sees the broken descriptor and reports it.
+                    return
+                }
+                // The peer is not reading: wait for room, but not forever.
+                let now = ContinuousClock.now
+                if let giveUpAt = writeState.withLock({ $0.giveUpAt }), now >= giveUpAt { return }
+                if now - lastProgress >= writeStallLimit {
+                    failWrites("the peer stopped reading: a write of \(bytes.count) bytes made no progress for \(writeStallLimit)")
+                    return
+                }
+                var fds = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&fds, 1, 100)
             }
         }
     }
 
+    /// Ends the transport from the writer's side: later writes are dropped
+    /// and the reader reports `reason` as the transport closing.
+    private func failWrites(_ reason: String) {
+        writeState.withLock { if $0.failure == nil { $0.failure = reason } }
+        var byte: UInt8 = 1
+        _ = Glibc.write(wake.write, &byte, 1)
+    }
+
     func close() {
-        // Let writes already queued (an RST, say) reach the peer first.
+        // Let writes already queued (an RST, say) reach the peer first, but
+        // give up on a peer that does not read them.
+        writeState.withLock { $0.giveUpAt = .now + Self.closeLinger }
         if started.withLock({ $0 }) { writer.sync {} }
         let first = state.withLock { current -> Bool in
             defer { current.closed = true }

@@ -7,10 +7,11 @@ import Musl
 /// TCP transports: for networked test rigs and for other implementations
 /// of the protocol at the other end of a socket.
 public enum TCPTransport {
-    /// Connects to `host:port` when started.
-    public static func connect(host: String, port: UInt16) -> Transport {
+    /// Connects to `host:port` when started. A peer that stops reading for
+    /// `writeStallLimit` ends the transport.
+    public static func connect(host: String, port: UInt16, writeStallLimit: Duration = .seconds(10)) -> Transport {
         let name = TransportSpec.tcp(host: host, port: port).description
-        return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name, writeStallLimit: writeStallLimit) { () throws(TransportError) -> Int32 in
             let connected = try withAddresses(host: host, port: port, passive: false) { (address) throws(TransportError) -> Int32? in
                 let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 guard fd >= 0 else { return nil }
@@ -46,15 +47,39 @@ public enum TCPTransport {
             guard let listener = bound else { throw TransportError("\(name): cannot listen: \(String(cString: strerror(errno)))") }
             defer { Glibc.close(listener) }
             ready?(boundPort(listener))
-            while true {
-                let fd = accept(listener, nil, nil)
-                if fd >= 0 {
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    setNoDelay(fd)
-                    return fd
-                }
-                if errno != EINTR { throw TransportError("\(name): accept failed: \(String(cString: strerror(errno)))") }
+            return try accept(on: listener, name: name)
+        }
+    }
+
+    /// Binds and listens on `host:port` now (so a port in use is an error at
+    /// once), for a server that takes one peer after another.
+    public static func listener(host: String, port: UInt16) throws(TransportError) -> TCPListener {
+        let name = TransportSpec.tcpListen(host: host, port: port).description
+        let bound = try withAddresses(host: host, port: port, passive: true) { (address) throws(TransportError) -> Int32? in
+            let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            var yes: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+            if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, 4) == 0 {
+                return fd
             }
+            Glibc.close(fd)
+            return nil
+        }
+        guard let bound else { throw TransportError("\(name): cannot listen: \(String(cString: strerror(errno)))") }
+        return TCPListener(name: name, descriptor: bound, port: boundPort(bound))
+    }
+
+    /// Waits for the next peer on a listening socket.
+    static func accept(on listener: Int32, name: String) throws(TransportError) -> Int32 {
+        while true {
+            let fd = Glibc.accept(listener, nil, nil)
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                setNoDelay(fd)
+                return fd
+            }
+            if errno != EINTR { throw TransportError("\(name): accept failed: \(String(cString: strerror(errno)))") }
         }
     }
 
@@ -97,6 +122,35 @@ public enum TCPTransport {
             } else {
                 pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
             }
+        }
+    }
+}
+
+/// A listening TCP socket that hands out one transport per peer, in turn:
+/// what a test fixture left running needs to serve connection after
+/// connection on the same port.
+public final class TCPListener: Sendable {
+    public let name: String
+    /// The port actually bound (useful when 0 was asked for).
+    public let port: UInt16
+    private let descriptor: Int32
+
+    init(name: String, descriptor: Int32, port: UInt16) {
+        self.name = name
+        self.descriptor = descriptor
+        self.port = port
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    /// A transport for the next peer to connect; it waits in accept when started.
+    public func nextConnection() -> Transport {
+        let name = self.name
+        let descriptor = self.descriptor
+        // The transport keeps the listener alive while it waits in accept.
+        return DescriptorTransport(name: name) { [self] () throws(TransportError) -> Int32 in
+            withExtendedLifetime(self) {}
+            return try TCPTransport.accept(on: descriptor, name: name)
         }
     }
 }

@@ -8,6 +8,7 @@ import IAPRoles
 import IAPTransport
 import IAPUSB
 import IAPWire
+import Synchronization
 
 extension TransportSpec: ExpressibleByArgument {
     public init?(argument: String) {
@@ -69,10 +70,71 @@ func secondsText(_ value: Double) -> String {
 }
 
 /// Runs one role, and for loopback its counterpart too. The head unit reads
-/// shell lines from standard input (a person, or a script).
+/// shell lines from standard input (a person, or a script). Over
+/// `tcp-listen:` it serves one peer after another until stopped, unless
+/// `once`.
 func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard) async throws {
     let logger = Logger()
-    let (transport, other) = try options.open(as: kind)
+    guard case .tcpListen(let host, let port) = options.transport, !once else {
+        let (transport, other) = try options.open(as: kind)
+        let shell = ShellFeed()
+        if kind == .headUnit || other != nil, !once { StandardInputLines.start { shell.feed($0) } }
+        let outcome = try await runConnection(kind, transport: transport, other: other, options: options, once: once, library: library,
+                                              shell: shell, logger: logger)
+        if outcome.failed { throw ExitCode(1) }
+        return
+    }
+    let listener = try TCPTransport.listener(host: host, port: port)
+    let traceFile = try options.trace.map { try TraceFile(path: $0) }
+    let shell = ShellFeed()
+    if kind == .headUnit { StandardInputLines.start { shell.feed($0) } }
+    logger(kind.rawValue, "listening on \(options.transport); serving one connection after another (--once serves one)")
+    var number = 0
+    while true {
+        number += 1
+        let accepted = listener.nextConnection()
+        let transport = traceFile?.recording(accepted, as: kind, connection: number) ?? accepted
+        let outcome = try await runConnection(kind, transport: transport, other: nil, options: options, once: false, library: library,
+                                              shell: shell, logger: logger, serving: true)
+        if outcome.quit { return }
+        logger(kind.rawValue, "connection #\(number) ended; waiting for the next")
+    }
+}
+
+/// Where shell lines go: the head unit of the current connection.
+final class ShellFeed: Sendable {
+    private let current = Mutex<(endpoint: MediaEndpoint?, waiting: [String?])>((nil, []))
+
+    func feed(_ line: String?) {
+        let endpoint = current.withLock { state -> MediaEndpoint? in
+            if state.endpoint == nil { state.waiting.append(line) }
+            return state.endpoint
+        }
+        endpoint?.feedShell(line)
+    }
+
+    func attach(_ endpoint: MediaEndpoint?) {
+        let waiting = current.withLock { state -> [String?] in
+            state.endpoint = endpoint
+            defer { state.waiting = [] }
+            return endpoint == nil ? [] : state.waiting
+        }
+        for line in waiting { endpoint?.feedShell(line) }
+    }
+}
+
+struct ConnectionOutcome {
+    /// The head unit's shell quit: stop serving.
+    var quit: Bool
+    /// Exit status 1: the link never came up, or with --once no now playing came.
+    var failed: Bool
+}
+
+/// One connection: the role over `transport` (and its counterpart over
+/// `other` for loopback) until it ends. `serving`: a listener's connection,
+/// which ends when the peer goes or the shell quits.
+func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
+                   library: SampleLibrary, shell: ShellFeed, logger: Logger, serving: Bool = false) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
     let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library) { logger(kind.rawValue, $0) }
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
@@ -83,11 +145,13 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
     // The head unit is done after its first now-playing update with --once;
     // otherwise when its shell has quit (or its script ended and every
     // request was answered), after it has seen now playing at least once.
+    // A listener's connection ends with the peer or the shell's quit.
     let started = MonotonicClock.now()
     let stop: @Sendable (MediaEndpoint) -> Bool = { endpoint in
         guard endpoint.kind == .headUnit else { return false }
         if once { return endpoint.nowPlayingUpdates > 0 }
         if endpoint.shellQuit { return true }
+        if serving { return false }
         let waited = Double(MonotonicClock.now().nanoseconds - started.nanoseconds) / 1e9
         return endpoint.shellFinished && (endpoint.nowPlayingUpdates > 0 || waited > 15)
     }
@@ -99,8 +163,10 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
     } catch {
         throw CommandFailure(message: error.description)
     }
-    logger(kind.rawValue, "running over \(options.transport)" + (headUnit != nil && interactive ? "; type `help` for the shell's commands" : ""))
-    if let headUnit, !once { StandardInputLines.start { headUnit.feedShell($0) } }
+    if !serving {
+        logger(kind.rawValue, "running over \(options.transport)" + (headUnit != nil && interactive ? "; type `help` for the shell's commands" : ""))
+    }
+    shell.attach(headUnit)
     await withTaskGroup(of: Void.self) { group in
         group.addTask { await end.run() }
         if let counterpart { group.addTask { await counterpart.run() } }
@@ -109,8 +175,11 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
         counterpart?.driver.close()
         await group.waitForAll()
     }
-    if let headUnit, !headUnit.everUp || (once && headUnit.nowPlayingUpdates == 0) { throw ExitCode(1) }
-    if kind == .phone, !end.everUp { throw ExitCode(1) }
+    shell.attach(nil)
+    var failed = false
+    if let headUnit, !headUnit.everUp || (once && headUnit.nowPlayingUpdates == 0) { failed = true }
+    if kind == .phone, !end.everUp { failed = true }
+    return ConnectionOutcome(quit: headUnit?.shellQuit ?? false, failed: failed)
 }
 
 struct Phone: AsyncParsableCommand {
@@ -125,7 +194,8 @@ struct Phone: AsyncParsableCommand {
         the connection at any moment (playback pauses).
 
         Examples:
-          iapctl phone --transport tcp-listen:127.0.0.1:7000
+          iapctl phone --transport tcp-listen:127.0.0.1:7000          # one head unit after another
+          iapctl phone --once --transport tcp-listen:127.0.0.1:7000   # one connection, then exit
           iapctl phone --transport serial:/dev/ttyUSB0@115200
           iapctl phone --library my-library.json --transport tcp-listen:0.0.0.0:7000
           iapctl phone                        # with an in-process head unit
@@ -140,6 +210,9 @@ struct Phone: AsyncParsableCommand {
     @Flag(help: "Print the built-in library as JSON (a starting point for --library) and exit.")
     var printLibrary = false
 
+    @Flag(help: "With tcp-listen: serve one connection, then exit (without it the phone takes one connection after another).")
+    var once = false
+
     func run() async throws {
         if printLibrary {
             print(try LibraryFile.example())
@@ -147,7 +220,7 @@ struct Phone: AsyncParsableCommand {
         }
         var served = SampleLibrary.standard
         if let library { served = try LibraryFile.load(library) }
-        try await runRole(.phone, options: options, once: false, library: served)
+        try await runRole(.phone, options: options, once: once, library: served)
     }
 }
 
@@ -183,7 +256,7 @@ struct HeadUnit: AsyncParsableCommand {
 
     @OptionGroup var options: TransportOptions
 
-    @Flag(help: "Exit after the first now-playing update.")
+    @Flag(help: "Exit after the first now-playing update (with tcp-listen: after one connection).")
     var once = false
 
     func run() async throws {
