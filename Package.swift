@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "IAPLink", targets: ["IAPLink"]),
         .library(name: "IAPTransport", targets: ["IAPTransport"]),
         .library(name: "IAPRoles", targets: ["IAPRoles"]),
+        .library(name: "IAPSession", targets: ["IAPSession"]),
         .library(name: "IAPConformance", targets: ["IAPConformance"]),
         .executable(name: "iapctl", targets: ["iapctl"]),
     ],
@@ -33,6 +34,10 @@ let package = Package(
         // What runs over the link: the control channel (message reassembly,
         // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
         .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
+        // The whole session above one link, for either end: authentication,
+        // identification, the media role, file transfer. Sans-IO; the
+        // cryptography it needs is asked of the edge. What every runner drives.
+        .target(name: "IAPSession", dependencies: ["IAPWire", "IAPLink", "IAPRoles"]),
         // A link end with its roles over a real transport, in real time: what
         // `iapctl phone`, `head-unit` and `ping` run (and the head-unit shell).
         .target(name: "IAPEndpoint", dependencies: ["IAPLink", "IAPRoles", "IAPTransport", "IAPWire"]),
@@ -65,6 +70,7 @@ let package = Package(
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
+        .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPRoles", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
     ],

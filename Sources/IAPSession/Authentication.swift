@@ -1,0 +1,245 @@
+import IAPLink
+import IAPRoles
+import IAPWire
+
+/// Authentication message ids (IAP-FACTS.md, Authentication), read from the
+/// catalog by name so that it stays the one definition.
+public enum AuthenticationMessageID {
+    public static let requestCertificate = catalogID("RequestAuthenticationCertificate")
+    public static let certificate = catalogID("AuthenticationCertificate")
+    public static let requestChallengeResponse = catalogID("RequestAuthenticationChallengeResponse")
+    public static let response = catalogID("AuthenticationResponse")
+    public static let failed = catalogID("AuthenticationFailed")
+    public static let succeeded = catalogID("AuthenticationSucceeded")
+
+    public static let all: [UInt16] = [requestCertificate, certificate, requestChallengeResponse, response, failed, succeeded]
+
+    static func catalogID(_ name: String) -> UInt16 {
+        guard let spec = MessageCatalog.messages.first(where: { $0.name == name }) else {
+            preconditionFailure("the message catalog has no \(name)")
+        }
+        return spec.id
+    }
+}
+
+/// What the device end asks the edge to check: certificates and signatures
+/// are cryptography, which the sans-IO core does not do itself.
+public enum VerificationRequest: Hashable, Sendable {
+    /// Read this accessory certificate, report it, and make a fresh
+    /// challenge sized for its key.
+    case certificate([UInt8])
+    /// Check `response` as the signature of `challenge` by the key of `certificate`.
+    case response([UInt8], challenge: [UInt8], certificate: [UInt8])
+}
+
+/// The edge's answer to a `VerificationRequest`.
+public enum VerificationAnswer: Hashable, Sendable {
+    /// The certificate can be used: what to report of it (subject, issuer,
+    /// serial, key type, trust) and the challenge to send.
+    case certificateAccepted(summary: String, challenge: [UInt8])
+    case certificateRejected(String)
+    case responseValid
+    case responseInvalid(String)
+}
+
+/// What the accessory end asks of its authenticator (software key or
+/// coprocessor), at the edge.
+public enum AuthenticatorRequest: Hashable, Sendable {
+    case certificate
+    case response(challenge: [UInt8])
+}
+
+/// The authenticator's answer to an `AuthenticatorRequest`.
+public enum AuthenticatorAnswer: Hashable, Sendable {
+    case certificate([UInt8])
+    case response([UInt8])
+    case failed(String)
+}
+
+/// How the device end treats authentication.
+public enum AuthenticationPolicy: Hashable, Sendable {
+    /// Ask for the certificate and a signed challenge before identification.
+    case required
+    /// Skip it, for peers that cannot authenticate (said in the log).
+    case off
+}
+
+/// Where authentication stands, as either end sees it.
+public enum AuthenticationState: Hashable, Sendable {
+    case notStarted
+    case inProgress
+    case succeeded
+    case skipped
+    case failed(String)
+}
+
+/// The device end of authentication: RequestAuthenticationCertificate,
+/// the certificate checked at the edge, a challenge, the response checked at
+/// the edge, then AuthenticationSucceeded or AuthenticationFailed. Each step
+/// waits at most `stepTimeout`.
+struct DeviceAuthentication: Sendable {
+    enum Step: Hashable, Sendable {
+        case idle
+        case awaitingCertificate
+        case examining(certificate: [UInt8])
+        case awaitingResponse(certificate: [UInt8], challenge: [UInt8])
+        case verifying
+        case done
+    }
+
+    enum Output: Hashable, Sendable {
+        case send(ControlMessage)
+        case verify(VerificationRequest)
+        case certificate(summary: String)
+        /// Authentication is over: identification may start.
+        case succeeded
+        case failed(String)
+    }
+
+    let stepTimeout: Duration
+    private(set) var step = Step.idle
+    private(set) var deadline: LinkInstant?
+
+    init(stepTimeout: Duration) { self.stepTimeout = stepTimeout }
+
+    mutating func start(now: LinkInstant) -> [Output] {
+        step = .awaitingCertificate
+        deadline = now + stepTimeout
+        return [.send(ControlMessage(id: AuthenticationMessageID.requestCertificate))]
+    }
+
+    mutating func reset() {
+        step = .idle
+        deadline = nil
+    }
+
+    var isActive: Bool {
+        switch step {
+        case .idle, .done: false
+        default: true
+        }
+    }
+
+    mutating func received(_ message: ControlMessage, now: LinkInstant) -> [Output] {
+        switch (step, message.id) {
+        case (.awaitingCertificate, AuthenticationMessageID.certificate):
+            guard let certificate = message.parameter(0)?.data, !certificate.isEmpty else {
+                return fail("the AuthenticationCertificate message carries no certificate (parameter 0)")
+            }
+            step = .examining(certificate: certificate)
+            deadline = now + stepTimeout
+            return [.verify(.certificate(certificate))]
+        case (.awaitingResponse(let certificate, let challenge), AuthenticationMessageID.response):
+            guard let response = message.parameter(0)?.data, !response.isEmpty else {
+                return fail("the AuthenticationResponse message carries no response (parameter 0)")
+            }
+            step = .verifying
+            deadline = now + stepTimeout
+            return [.verify(.response(response, challenge: challenge, certificate: certificate))]
+        default:
+            let name = MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16, uppercase: true))"
+            return fail("the accessory sent \(name) while \(waitingFor)")
+        }
+    }
+
+    mutating func verified(_ answer: VerificationAnswer, now: LinkInstant) -> [Output] {
+        switch (step, answer) {
+        case (.examining(let certificate), .certificateAccepted(let summary, let challenge)):
+            step = .awaitingResponse(certificate: certificate, challenge: challenge)
+            deadline = now + stepTimeout
+            return [.certificate(summary: summary),
+                    .send(ControlMessage(id: AuthenticationMessageID.requestChallengeResponse, parameters: [.blob(0, challenge)]))]
+        case (.examining, .certificateRejected(let reason)):
+            return fail("the accessory certificate cannot be used: \(reason)")
+        case (.verifying, .responseValid):
+            step = .done
+            deadline = nil
+            return [.send(ControlMessage(id: AuthenticationMessageID.succeeded)), .succeeded]
+        case (.verifying, .responseInvalid(let reason)):
+            return fail("the challenge response does not verify: \(reason)")
+        default:
+            // An answer for a step that is over (the link went down meanwhile).
+            return []
+        }
+    }
+
+    mutating func tick(now: LinkInstant) -> [Output] {
+        guard let deadline, now >= deadline, isActive else { return [] }
+        return fail("no answer within \(stepTimeout) while \(waitingFor)")
+    }
+
+    private var waitingFor: String {
+        switch step {
+        case .idle, .done: "not authenticating"
+        case .awaitingCertificate: "waiting for AuthenticationCertificate"
+        case .examining: "checking the certificate"
+        case .awaitingResponse: "waiting for AuthenticationResponse"
+        case .verifying: "checking the response"
+        }
+    }
+
+    private mutating func fail(_ reason: String) -> [Output] {
+        step = .done
+        deadline = nil
+        return [.send(ControlMessage(id: AuthenticationMessageID.failed)), .failed(reason)]
+    }
+}
+
+/// The accessory end of authentication: answers the device's requests with
+/// what its authenticator (at the edge) produces.
+struct AccessoryAuthentication: Sendable {
+    enum Output: Hashable, Sendable {
+        case send(ControlMessage)
+        case authenticator(AuthenticatorRequest)
+        case succeeded
+        case failed(String)
+        case problem(String)
+    }
+
+    private(set) var state = AuthenticationState.notStarted
+    private var pending: AuthenticatorRequest?
+
+    mutating func reset() {
+        state = .notStarted
+        pending = nil
+    }
+
+    mutating func received(_ message: ControlMessage) -> [Output] {
+        switch message.id {
+        case AuthenticationMessageID.requestCertificate:
+            state = .inProgress
+            pending = .certificate
+            return [.authenticator(.certificate)]
+        case AuthenticationMessageID.requestChallengeResponse:
+            guard let challenge = message.parameter(0)?.data, !challenge.isEmpty else {
+                return [.problem("RequestAuthenticationChallengeResponse carries no challenge (parameter 0)")]
+            }
+            state = .inProgress
+            pending = .response(challenge: challenge)
+            return [.authenticator(.response(challenge: challenge))]
+        case AuthenticationMessageID.succeeded:
+            state = .succeeded
+            return [.succeeded]
+        case AuthenticationMessageID.failed:
+            state = .failed("the device sent AuthenticationFailed")
+            return [.failed("the device sent AuthenticationFailed")]
+        default:
+            return []
+        }
+    }
+
+    mutating func answered(_ answer: AuthenticatorAnswer) -> [Output] {
+        guard let request = pending else { return [] }
+        pending = nil
+        switch (request, answer) {
+        case (.certificate, .certificate(let bytes)):
+            return [.send(ControlMessage(id: AuthenticationMessageID.certificate, parameters: [.blob(0, bytes)]))]
+        case (.response, .response(let bytes)):
+            return [.send(ControlMessage(id: AuthenticationMessageID.response, parameters: [.blob(0, bytes)]))]
+        case (_, .failed(let reason)):
+            return [.problem("the authenticator failed: \(reason)")]
+        default:
+            return [.problem("the authenticator answered \(answer) to \(request)")]
+        }
+    }
+}

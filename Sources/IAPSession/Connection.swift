@@ -1,0 +1,551 @@
+import IAPLink
+import IAPRoles
+import IAPWire
+
+/// The whole iAP2 session above one link, for either end, as a sans-IO
+/// state machine: link up → authentication → identification → the media
+/// role, over the control and file-transfer sessions.
+///
+/// Fed link events, the bytes delivered per session, answers from the edge
+/// (the authenticator, certificate and signature checks, the app's content)
+/// and the time, it answers with bytes to send per session, typed events
+/// and requests for the edge; `nextDeadline` says when `tick` is next due.
+/// Every runner (real time, virtual time, the in-process pair) drives this
+/// one type, so the sequence a demo shows is the sequence the product runs.
+public struct Connection: Sendable {
+    public enum Role: Hashable, Sendable {
+        /// The device end: asks for authentication, then identification,
+        /// then serves the media app.
+        case phone
+        /// The accessory end: authenticates, identifies, then browses.
+        case headUnit
+    }
+
+    public struct Configuration: Sendable {
+        public var role: Role
+        /// Phone: whether to authenticate the accessory.
+        public var authentication: AuthenticationPolicy
+        /// How long each step of authentication and identification may take.
+        public var stepTimeout: Duration
+        /// Head unit: what it identifies as.
+        public var identity: AccessoryIdentity
+
+        public init(role: Role, authentication: AuthenticationPolicy = .required, stepTimeout: Duration = .seconds(10),
+                    identity: AccessoryIdentity = .devKitHeadUnit) {
+            self.role = role
+            self.authentication = authentication
+            self.stepTimeout = stepTimeout
+            self.identity = identity
+        }
+    }
+
+    /// Where the session stands.
+    public enum Stage: Hashable, Sendable, CustomStringConvertible {
+        case disconnected
+        case authenticating
+        case identifying
+        /// Identified as the accessory named (on the phone) or accepted (on the head unit).
+        case identified(String)
+        /// Authentication or identification failed; nothing more happens on this link.
+        case failed(String)
+
+        public var description: String {
+            switch self {
+            case .disconnected: "disconnected"
+            case .authenticating: "authenticating"
+            case .identifying: "identifying"
+            case .identified(let name): "identified as \(name)"
+            case .failed(let reason): "failed: \(reason)"
+            }
+        }
+    }
+
+    public enum Event: Hashable, Sendable {
+        case stage(Stage)
+        /// Phone: the accessory's certificate as the edge read it.
+        case accessoryCertificate(String)
+        /// Head unit: an event of the media role (tabs, pages, now playing, command status…).
+        case media(HeadUnitMediaRole.Event)
+        /// Head unit: a file (artwork) arrived over the file-transfer session.
+        case fileReceived(transferID: UInt8, bytes: [UInt8])
+        /// A message no role consumed (an answer to a diagnostic ping, say).
+        case unhandled(ControlMessage)
+        /// What happened, in words, for the log.
+        case log(String)
+        /// Something the peer did wrong, in words; the connection goes on.
+        case problem(String)
+    }
+
+    public enum Output: Hashable, Sendable {
+        /// Bytes to send on a link session, in order.
+        case send(session: UInt8, [UInt8])
+        case event(Event)
+        /// Head unit: ask the authenticator; answer with `authenticatorAnswered`.
+        case authenticator(AuthenticatorRequest)
+        /// Phone: check a certificate or a signature; answer with `verified`.
+        case verify(VerificationRequest)
+        /// Phone: the app's content; answer with `complete`.
+        case load(token: UInt32, PhoneMediaRole.LoadRequest)
+        /// Phone: the head unit went away while playing.
+        case pausePlayback
+    }
+
+    public let configuration: Configuration
+    public private(set) var stage = Stage.disconnected
+    public private(set) var phone: PhoneMediaRole
+    public private(set) var headUnit: HeadUnitMediaRole
+    /// Phone: the accessory as it identified itself.
+    public private(set) var accessory: AccessoryIdentity?
+
+    private var link: NegotiatedLink?
+    private var controlSession: UInt8?
+    private var fileSession: UInt8?
+    private var channel = ControlChannel()
+    private var deviceAuthentication: DeviceAuthentication
+    private var accessoryAuthentication = AccessoryAuthentication()
+    private var phoneIdentification = PhoneIdentificationRole()
+    private var headIdentification: HeadUnitIdentificationRole
+    private var identificationDeadline: LinkInstant?
+    /// Head unit: when it reports that the device has not started anything.
+    private var stallDeadline: LinkInstant?
+    private var fileSenders: [UInt8: FileTransferSender] = [:]
+    private var fileReceiver = FileTransferReceiver()
+    /// Phone: loads the app answered, to complete at their time.
+    private var completions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
+    private var outputs: [Output] = []
+
+    public init(_ configuration: Configuration, phone: PhoneMediaRole = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false),
+                headUnit: HeadUnitMediaRole = HeadUnitMediaRole()) {
+        self.configuration = configuration
+        self.phone = phone
+        self.headUnit = headUnit
+        deviceAuthentication = DeviceAuthentication(stepTimeout: configuration.stepTimeout)
+        headIdentification = HeadUnitIdentificationRole(identity: configuration.identity)
+        // The media role subscribes to now playing itself when it connects.
+        headIdentification.subscribesToNowPlaying = false
+    }
+
+    public var isMediaConnected: Bool {
+        if case .identified = stage { return true }
+        return false
+    }
+
+    /// When `tick` is next due, if ever.
+    public var nextDeadline: LinkInstant? {
+        let candidates: [LinkInstant?] = [
+            deviceAuthentication.deadline, identificationDeadline, stallDeadline, completions.map(\.at).min(),
+            isMediaConnected ? phone.nextDeadline : nil, isMediaConnected ? headUnit.nextDeadline : nil,
+        ]
+        return candidates.compactMap { $0 }.min()
+    }
+
+    // MARK: - Link
+
+    public mutating func linkUp(_ link: NegotiatedLink, now: LinkInstant) -> [Output] {
+        if self.link != nil { endLink(now: now) }
+        self.link = link
+        controlSession = link.sessions.first { $0.type == .control }?.id
+        fileSession = link.sessions.first { $0.type == .fileTransfer }?.id
+        channel.reset()
+        fileSenders = [:]
+        fileReceiver = FileTransferReceiver()
+        switch configuration.role {
+        case .phone:
+            switch configuration.authentication {
+            case .required:
+                setStage(.authenticating)
+                perform(deviceAuthentication.start(now: now), now: now)
+            case .off:
+                log("authentication is off (--auth off): identifying the accessory without it")
+                startIdentification(now: now)
+            }
+        case .headUnit:
+            setStage(.authenticating)
+            stallDeadline = now + configuration.stepTimeout
+        }
+        return take()
+    }
+
+    /// The link went down (or its transport closed): the session ends.
+    public mutating func linkDown(now: LinkInstant) -> [Output] {
+        endLink(now: now)
+        return take()
+    }
+
+    private mutating func endLink(now: LinkInstant) {
+        guard link != nil else { return }
+        link = nil
+        controlSession = nil
+        fileSession = nil
+        channel.reset()
+        deviceAuthentication.reset()
+        accessoryAuthentication.reset()
+        identificationDeadline = nil
+        stallDeadline = nil
+        completions.removeAll()
+        switch configuration.role {
+        case .phone:
+            for output in phoneIdentification.linkDown() { roleOutput(output) }
+            accessory = nil
+            if phone.isConnected { phoneOutputs(phone.disconnect(now: now)) }
+        case .headUnit:
+            headIdentification.linkDown()
+            headUnit.disconnect()
+        }
+        setStage(.disconnected)
+    }
+
+    /// Bytes delivered in order on a link session.
+    public mutating func received(session: UInt8, _ bytes: [UInt8], now: LinkInstant) -> [Output] {
+        if session == controlSession {
+            let (inputs, replies) = channel.receive(bytes)
+            for reply in replies { sendMessage(reply) }
+            for input in inputs {
+                switch input {
+                case .problem(let problem): emit(.problem("control session: \(problem)"))
+                case .message(let message): received(message, now: now)
+                }
+            }
+        } else if session == fileSession {
+            fileDatagram(bytes, now: now)
+        } else {
+            emit(.problem("\(bytes.count) bytes on session \(session), which carries nothing this end uses"))
+        }
+        return take()
+    }
+
+    public mutating func tick(now: LinkInstant) -> [Output] {
+        perform(deviceAuthentication.tick(now: now), now: now)
+        if let deadline = identificationDeadline, now >= deadline {
+            identificationDeadline = nil
+            fail("no IdentificationInformation within \(configuration.stepTimeout) of StartIdentification")
+        }
+        if let deadline = stallDeadline, now >= deadline {
+            stallDeadline = nil
+            emit(.problem("the device has not started authentication or identification \(configuration.stepTimeout) after link up; still waiting"))
+        }
+        let due = completions.filter { $0.at <= now }
+        completions.removeAll { $0.at <= now }
+        for completion in due { phoneOutputs(phone.complete(token: completion.token, with: completion.result, now: now)) }
+        if isMediaConnected {
+            switch configuration.role {
+            case .phone: phoneOutputs(phone.tick(now: now))
+            case .headUnit: headUnitOutputs(headUnit.tick(now: now), now: now)
+            }
+        }
+        return take()
+    }
+
+    // MARK: - Answers from the edge
+
+    /// Phone: the edge's answer to a `.verify` request.
+    public mutating func verified(_ answer: VerificationAnswer, now: LinkInstant) -> [Output] {
+        perform(deviceAuthentication.verified(answer, now: now), now: now)
+        return take()
+    }
+
+    /// Head unit: the authenticator's answer to an `.authenticator` request.
+    public mutating func authenticatorAnswered(_ answer: AuthenticatorAnswer, now: LinkInstant) -> [Output] {
+        accessoryOutputs(accessoryAuthentication.answered(answer))
+        return take()
+    }
+
+    /// Phone: the app's answer to a `.load`, to be completed at `at` (the
+    /// app's own delay; `now` for at once).
+    public mutating func complete(token: UInt32, with result: PhoneMediaRole.LoadResult, at: LinkInstant, now: LinkInstant) -> [Output] {
+        if at <= now {
+            phoneOutputs(phone.complete(token: token, with: result, now: now))
+        } else {
+            completions.append((at, token, result))
+        }
+        return take()
+    }
+
+    /// Phone: what the app is playing; an update goes out when it changed meaningfully.
+    public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
+        if phone.isConnected { phoneOutputs(phone.setNowPlaying(info, now: now)) }
+        return take()
+    }
+
+    /// Phone: a change to the app's command set or any other action on the role.
+    public mutating func phoneDoes(now: LinkInstant, _ action: (inout PhoneMediaRole, LinkInstant) -> [PhoneMediaRole.Output]) -> [Output] {
+        phoneOutputs(action(&phone, now))
+        return take()
+    }
+
+    /// Head unit: an action on the media role (browse, play, a command, a button).
+    public mutating func headUnitDoes(now: LinkInstant, _ action: (inout HeadUnitMediaRole, LinkInstant) -> [HeadUnitMediaRole.Output]) -> [Output] {
+        guard isMediaConnected else {
+            emit(.problem("not identified yet: the head unit cannot browse or send commands"))
+            return take()
+        }
+        headUnitOutputs(action(&headUnit, now), now: now)
+        return take()
+    }
+
+    /// A message from outside the roles (a diagnostic ping), sent in order.
+    public mutating func send(_ message: ControlMessage, now: LinkInstant) -> [Output] {
+        sendMessage(message)
+        return take()
+    }
+
+    // MARK: - Messages
+
+    private mutating func received(_ message: ControlMessage, now: LinkInstant) {
+        let name = Self.name(message.id)
+        switch configuration.role {
+        case .phone:
+            if AuthenticationMessageID.all.contains(message.id) {
+                guard deviceAuthentication.isActive else {
+                    emit(.problem("the accessory sent \(name) outside authentication; ignored"))
+                    return
+                }
+                perform(deviceAuthentication.received(message, now: now), now: now)
+                return
+            }
+            if case .authenticating = stage {
+                emit(.problem("the accessory sent \(name) before authentication finished; ignored"))
+                return
+            }
+            if IdentificationIDs.all.contains(message.id) || !phone.isConnected {
+                // A rejected identification may be corrected: each attempt gets a full step.
+                if message.id == MessageID.identificationInformation { identificationDeadline = now + configuration.stepTimeout }
+                for output in phoneIdentification.received(message) { roleOutput(output) }
+                if case .identified(let identity) = phoneIdentification.state, !phone.isConnected {
+                    identificationDeadline = nil
+                    accessory = identity
+                    setStage(.identified(identity.name))
+                    phoneOutputs(phone.connect(now: now))
+                }
+                return
+            }
+            guard let accessory, accessory.messagesSent.contains(message.id) else {
+                emit(.problem("the accessory sent \(name), which it did not declare in MessagesSentByAccessory; ignored"))
+                return
+            }
+            guard let typed = typed(message) else { return }
+            phoneOutputs(phone.receive(typed, now: now))
+        case .headUnit:
+            if AuthenticationMessageID.all.contains(message.id) {
+                stallDeadline = nil
+                accessoryOutputs(accessoryAuthentication.received(message))
+                return
+            }
+            if IdentificationIDs.all.contains(message.id) {
+                stallDeadline = nil
+                if message.id == MessageID.startIdentification { setStage(.identifying) }
+                for output in headIdentification.received(message) { roleOutput(output) }
+                if message.id == MessageID.identificationAccepted {
+                    setStage(.identified(configuration.identity.name))
+                    headUnitOutputs(headUnit.connect(now: now), now: now)
+                }
+                return
+            }
+            guard isMediaConnected else {
+                emit(.problem("the device sent \(name) before identification was accepted; ignored"))
+                return
+            }
+            guard configuration.identity.messagesReceived.contains(message.id) else {
+                emit(.problem("the device sent \(name), which this head unit did not declare in MessagesReceivedByAccessory; ignored"))
+                return
+            }
+            guard let typed = typed(message) else { return }
+            headUnitOutputs(headUnit.receive(typed, now: now), now: now)
+        }
+    }
+
+    private mutating func typed(_ message: ControlMessage) -> MediaMessage? {
+        do {
+            guard let typed = try MediaMessage(message) else {
+                emit(.unhandled(message))
+                return nil
+            }
+            return typed
+        } catch {
+            emit(.problem("malformed \(Self.name(message.id)): \(error.detail)"))
+            return nil
+        }
+    }
+
+    private mutating func startIdentification(now: LinkInstant) {
+        setStage(.identifying)
+        identificationDeadline = now + configuration.stepTimeout
+        for output in phoneIdentification.linkUp() { roleOutput(output) }
+    }
+
+    /// Sends a message after the declared lists allow it: what the phone
+    /// sends must be in the accessory's MessagesReceivedByAccessory, what the
+    /// head unit sends in its own MessagesSentByAccessory.
+    private mutating func sendMessage(_ message: ControlMessage) {
+        let always = AuthenticationMessageID.all.contains(message.id) || IdentificationIDs.all.contains(message.id)
+            || DiagnosticPing.requestIDs.contains(message.id)
+        if !always {
+            switch configuration.role {
+            case .phone:
+                guard let accessory, accessory.messagesReceived.contains(message.id) else {
+                    emit(.problem("not sending \(Self.name(message.id)): the accessory did not declare it in MessagesReceivedByAccessory"))
+                    return
+                }
+            case .headUnit:
+                guard configuration.identity.messagesSent.contains(message.id) else {
+                    emit(.problem("not sending \(Self.name(message.id)): this head unit did not declare it in MessagesSentByAccessory"))
+                    return
+                }
+            }
+        }
+        guard let session = controlSession else {
+            emit(.problem("cannot send \(Self.name(message.id)): the link is not up"))
+            return
+        }
+        do {
+            outputs.append(.send(session: session, try message.encoded()))
+        } catch {
+            emit(.problem("cannot send \(Self.name(message.id)): \(error.detail)"))
+        }
+    }
+
+    // MARK: - Role outputs
+
+    private mutating func perform(_ authentication: [DeviceAuthentication.Output], now: LinkInstant) {
+        for output in authentication {
+            switch output {
+            case .send(let message): sendMessage(message)
+            case .verify(let request): outputs.append(.verify(request))
+            case .certificate(let summary):
+                emit(.accessoryCertificate(summary))
+                log("accessory certificate: \(summary)")
+            case .succeeded:
+                log("authentication succeeded")
+                startIdentification(now: now)
+            case .failed(let reason):
+                log("authentication failed: \(reason); no identification")
+                setStage(.failed("authentication failed: \(reason)"))
+            }
+        }
+    }
+
+    private mutating func accessoryOutputs(_ authentication: [AccessoryAuthentication.Output]) {
+        for output in authentication {
+            switch output {
+            case .send(let message): sendMessage(message)
+            case .authenticator(let request): outputs.append(.authenticator(request))
+            case .succeeded: log("authentication succeeded")
+            case .failed(let reason):
+                log("authentication failed: \(reason)")
+                setStage(.failed("authentication failed: \(reason)"))
+            case .problem(let problem): emit(.problem(problem))
+            }
+        }
+    }
+
+    private mutating func roleOutput(_ output: RoleOutput) {
+        switch output {
+        case .send(let message): sendMessage(message)
+        case .log(let line): log(line)
+        }
+    }
+
+    private mutating func phoneOutputs(_ phoneOutputs: [PhoneMediaRole.Output]) {
+        for output in phoneOutputs {
+            switch output {
+            case .send(let message): sendMessage(message.controlMessage)
+            case .load(let token, let request): outputs.append(.load(token: token, request))
+            case .transferFile(let id, let bytes): startTransfer(id, bytes)
+            case .pausePlayback: outputs.append(.pausePlayback)
+            case .connected(let number): log("media connection \(number) open")
+            case .disconnected(let number): log("media connection \(number) closed")
+            case .log(let line): log(line)
+            }
+        }
+    }
+
+    private mutating func headUnitOutputs(_ roleOutputs: [HeadUnitMediaRole.Output], now: LinkInstant) {
+        for output in roleOutputs {
+            switch output {
+            case .send(let message): sendMessage(message.controlMessage)
+            case .event(let event):
+                emit(.media(event))
+                // Browsing starts from the root as soon as the phone says it has a tree.
+                if case .appInformation(_, true) = event { headUnitOutputs(headUnit.openRoot(now: now), now: now) }
+            }
+        }
+    }
+
+    // MARK: - File transfer (artwork)
+
+    private mutating func startTransfer(_ id: UInt8, _ bytes: [UInt8]) {
+        guard let session = fileSession, let link else {
+            emit(.problem("file transfer \(id) not started: the link has no file-transfer session"))
+            return
+        }
+        do {
+            var sender = try FileTransferSender(transferID: id, file: bytes,
+                                                maximumDataPerDatagram: link.maximumPayload - FileTransferSender.datagramHeaderSize)
+            let setup = try sender.start()
+            fileSenders[id] = sender
+            outputs.append(.send(session: session, setup.encoded()))
+        } catch {
+            emit(.problem("file transfer \(id) failed to start: \(error)"))
+        }
+    }
+
+    private mutating func fileDatagram(_ bytes: [UInt8], now: LinkInstant) {
+        guard let session = fileSession else { return }
+        do {
+            let datagram = try FileTransferDatagram(decoding: bytes)
+            if configuration.role == .phone {
+                guard var sender = fileSenders[datagram.transferID] else {
+                    emit(.problem("file-transfer datagram for unknown transfer \(datagram.transferID)"))
+                    return
+                }
+                let output = try sender.handle(.received(datagram))
+                fileSenders[datagram.transferID] = sender
+                for outgoing in output.datagrams { outputs.append(.send(session: session, outgoing.encoded())) }
+                if case .finished = output.state { fileSenders[datagram.transferID] = nil }
+            } else {
+                for output in try fileReceiver.receive(datagram) {
+                    switch output {
+                    case .send(let answer): outputs.append(.send(session: session, answer.encoded()))
+                    case .completed(let id, let file, _):
+                        log("file transfer \(id): \(file.count) bytes received")
+                        emit(.fileReceived(transferID: id, bytes: file))
+                    case .cancelled(let id, let reason): log("file transfer \(id) cancelled: \(reason)")
+                    case .paused(let id): log("file transfer \(id) paused")
+                    }
+                }
+            }
+        } catch {
+            emit(.problem("file-transfer session: \(error)"))
+        }
+    }
+
+    // MARK: - Helpers
+
+    private mutating func setStage(_ stage: Stage) {
+        guard self.stage != stage else { return }
+        self.stage = stage
+        emit(.stage(stage))
+    }
+
+    private mutating func fail(_ reason: String) {
+        log(reason)
+        setStage(.failed(reason))
+    }
+
+    private mutating func emit(_ event: Event) { outputs.append(.event(event)) }
+    private mutating func log(_ line: String) { emit(.log(line)) }
+
+    private mutating func take() -> [Output] {
+        defer { outputs.removeAll(keepingCapacity: true) }
+        return outputs
+    }
+
+    static func name(_ id: UInt16) -> String {
+        MessageCatalog.name(of: id) ?? "message 0x\(String(id, radix: 16, uppercase: true))"
+    }
+}
+
+/// Identification message ids (0x1D00...0x1D06 in the catalog).
+enum IdentificationIDs {
+    static let all: [UInt16] = MessageCatalog.messages.map(\.id).filter { (0x1D00...0x1D06).contains($0) }
+}
