@@ -91,6 +91,11 @@ public struct Connection: Sendable {
     }
 
     public let configuration: Configuration
+    /// Phone: what the app is playing at a given time, read after every
+    /// input (and before a command's status goes out, so that the head unit
+    /// sees the state a command caused by the time it hears the command's
+    /// status). An update is sent only when it changed meaningfully.
+    private let nowPlayingSource: (@Sendable (LinkInstant) -> NowPlayingInfo)?
     public private(set) var stage = Stage.disconnected
     public private(set) var phone: PhoneMediaRole
     public private(set) var headUnit: HeadUnitMediaRole
@@ -115,8 +120,9 @@ public struct Connection: Sendable {
     private var outputs: [Output] = []
 
     public init(_ configuration: Configuration, phone: PhoneMediaRole = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false),
-                headUnit: HeadUnitMediaRole = HeadUnitMediaRole()) {
+                headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)? = nil) {
         self.configuration = configuration
+        nowPlayingSource = nowPlaying
         self.phone = phone
         self.headUnit = headUnit
         deviceAuthentication = DeviceAuthentication(stepTimeout: configuration.stepTimeout)
@@ -163,13 +169,13 @@ public struct Connection: Sendable {
             setStage(.authenticating)
             stallDeadline = now + configuration.stepTimeout
         }
-        return take()
+        return take(now)
     }
 
     /// The link went down (or its transport closed): the session ends.
     public mutating func linkDown(now: LinkInstant) -> [Output] {
         endLink(now: now)
-        return take()
+        return take(now)
     }
 
     private mutating func endLink(now: LinkInstant) {
@@ -211,7 +217,7 @@ public struct Connection: Sendable {
         } else {
             emit(.problem("\(bytes.count) bytes on session \(session), which carries nothing this end uses"))
         }
-        return take()
+        return take(now)
     }
 
     public mutating func tick(now: LinkInstant) -> [Output] {
@@ -233,7 +239,7 @@ public struct Connection: Sendable {
             case .headUnit: headUnitOutputs(headUnit.tick(now: now), now: now)
             }
         }
-        return take()
+        return take(now)
     }
 
     // MARK: - Answers from the edge
@@ -241,13 +247,13 @@ public struct Connection: Sendable {
     /// Phone: the edge's answer to a `.verify` request.
     public mutating func verified(_ answer: VerificationAnswer, now: LinkInstant) -> [Output] {
         perform(deviceAuthentication.verified(answer, now: now), now: now)
-        return take()
+        return take(now)
     }
 
     /// Head unit: the authenticator's answer to an `.authenticator` request.
     public mutating func authenticatorAnswered(_ answer: AuthenticatorAnswer, now: LinkInstant) -> [Output] {
         accessoryOutputs(accessoryAuthentication.answered(answer))
-        return take()
+        return take(now)
     }
 
     /// Phone: the app's answer to a `.load`, to be completed at `at` (the
@@ -258,40 +264,45 @@ public struct Connection: Sendable {
         } else {
             completions.append((at, token, result))
         }
-        return take()
+        return take(now)
     }
 
     /// Phone: what the app is playing; an update goes out when it changed meaningfully.
     public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
         if phone.isConnected { phoneOutputs(phone.setNowPlaying(info, now: now)) }
-        return take()
+        return take(now)
     }
 
     /// Phone: a change to the app's command set or any other action on the role.
     public mutating func phoneDoes(now: LinkInstant, _ action: (inout PhoneMediaRole, LinkInstant) -> [PhoneMediaRole.Output]) -> [Output] {
         phoneOutputs(action(&phone, now))
-        return take()
+        return take(now)
     }
 
     /// Head unit: an action on the media role (browse, play, a command, a button).
     public mutating func headUnitDoes(now: LinkInstant, _ action: (inout HeadUnitMediaRole, LinkInstant) -> [HeadUnitMediaRole.Output]) -> [Output] {
         guard isMediaConnected else {
             emit(.problem("not identified yet: the head unit cannot browse or send commands"))
-            return take()
+            return take(now)
         }
         headUnitOutputs(action(&headUnit, now), now: now)
-        return take()
+        return take(now)
     }
 
     /// A message from outside the roles (a diagnostic ping), sent in order.
     public mutating func send(_ message: ControlMessage, now: LinkInstant) -> [Output] {
         sendMessage(message)
-        return take()
+        return take(now)
     }
 
     // MARK: - Messages
 
     private mutating func received(_ message: ControlMessage, now: LinkInstant) {
+        // Answers to this end's diagnostic pings, at any stage.
+        if DiagnosticPing.requestIDs.contains(message.id) {
+            emit(.unhandled(message))
+            return
+        }
         let name = Self.name(message.id)
         switch configuration.role {
         case .phone:
@@ -324,7 +335,9 @@ public struct Connection: Sendable {
                 return
             }
             guard let typed = typed(message) else { return }
-            phoneOutputs(phone.receive(typed, now: now))
+            let answers = phone.receive(typed, now: now)
+            syncNowPlaying(now: now)
+            phoneOutputs(answers)
         case .headUnit:
             if AuthenticationMessageID.all.contains(message.id) {
                 stallDeadline = nil
@@ -535,9 +548,16 @@ public struct Connection: Sendable {
     private mutating func emit(_ event: Event) { outputs.append(.event(event)) }
     private mutating func log(_ line: String) { emit(.log(line)) }
 
-    private mutating func take() -> [Output] {
+    /// The outputs of one input, after the app's now playing was read.
+    private mutating func take(_ now: LinkInstant) -> [Output] {
+        syncNowPlaying(now: now)
         defer { outputs.removeAll(keepingCapacity: true) }
         return outputs
+    }
+
+    private mutating func syncNowPlaying(now: LinkInstant) {
+        guard let nowPlayingSource, phone.isConnected else { return }
+        phoneOutputs(phone.setNowPlaying(nowPlayingSource(now), now: now))
     }
 
     static func name(_ id: UInt16) -> String {
