@@ -16,11 +16,11 @@ public actor SimulatedCoprocessor: I2CBus {
         case rsa(_RSA.Signing.PrivateKey)
     }
 
-    public let version: CoprocessorAuthenticator.Version
-    public let address: UInt8
-    public let certificate: [UInt8]
-    public let signer: Signer
-    public let digest: ChallengeDigest
+    public nonisolated let version: CoprocessorAuthenticator.Version
+    public nonisolated let address: UInt8
+    public nonisolated let certificate: [UInt8]
+    public nonisolated let signer: Signer
+    public nonisolated let digest: ChallengeDigest
     /// Tries of every transaction that are NACKed before one succeeds.
     public var nacksPerTransaction: Int
     /// Status polls that read "busy" (0x00) after signing starts.
