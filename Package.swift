@@ -87,6 +87,7 @@ let package = Package(
             name: "IAPAuthenticationTests",
             dependencies: [
                 "IAPAuthentication",
+                "IAPWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
