@@ -11,10 +11,14 @@ let package = Package(
         .library(name: "IAPRoles", targets: ["IAPRoles"]),
         .library(name: "IAPSession", targets: ["IAPSession"]),
         .library(name: "IAPConformance", targets: ["IAPConformance"]),
+        .library(name: "IAPAuthentication", targets: ["IAPAuthentication"]),
         .executable(name: "iapctl", targets: ["iapctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // Wire codecs: iAP2 link packets, control-session messages, iAP1 frames.
@@ -57,6 +61,19 @@ let package = Package(
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles"]),
+        // iAP2 authentication: the accessory certificate parsed, challenges made
+        // and verified, chain trust, and the accessory's authenticators (a
+        // software key and the I2C coprocessor). Docs/Authentication.md.
+        .target(
+            name: "IAPAuthentication",
+            dependencies: [
+                "IAPWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         .executableTarget(
             name: "iapctl",
             dependencies: [
@@ -72,6 +89,17 @@ let package = Package(
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
         .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPRoles", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
+        .testTarget(
+            name: "IAPAuthenticationTests",
+            dependencies: [
+                "IAPAuthentication",
+                "IAPWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
     ],
     swiftLanguageModes: [.v6]
