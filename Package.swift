@@ -68,6 +68,7 @@ let package = Package(
             name: "IAPAuthentication",
             dependencies: [
                 "IAPWire",
+                "IAPSession",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -77,7 +78,8 @@ let package = Package(
         .executableTarget(
             name: "iapctl",
             dependencies: [
-                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPEndpoint", "IAPUSB", "IAPUdev", "IAPHotplug",
+                "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
+                "IAPUSB", "IAPUdev", "IAPHotplug",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -134,6 +134,9 @@ public struct SoftwareAuthenticator: Authenticator {
 
     public func certificate() async throws -> [UInt8] { presented }
 
+    /// The certificate as presented to the device (`certificate()` without the async wrapper).
+    public var presentedCertificate: [UInt8] { presented }
+
     /// ECDSA P-256 over the challenge, read as `digest` says (the same
     /// switch the verifier uses): 64 bytes, r then s.
     public func respond(to challenge: [UInt8]) async throws -> [UInt8] {

@@ -43,6 +43,8 @@ struct Gadget: AsyncParsableCommand {
                                valueName: "file.pcapng"))
     var trace: String?
 
+    @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
+
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
     }
@@ -69,6 +71,7 @@ struct Gadget: AsyncParsableCommand {
         } catch {
             throw CommandFailure(message: error.description)
         }
+        let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
         if let udc { try bind(udc, logger: logger) }
         let traceFile = try trace.map { try TraceFile(path: $0) }
         var number = 0
@@ -76,7 +79,7 @@ struct Gadget: AsyncParsableCommand {
             number += 1
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
-            let endpoint = MediaEndpoint(kind: kind, transport: transport) { logger(label, $0) }
+            let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication) { logger(label, $0) }
             // A new phone program on the host side gets a fresh link without a
             // replug: the accessory link end starts over by itself.
             do {

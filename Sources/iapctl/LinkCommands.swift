@@ -26,6 +26,8 @@ struct TransportOptions: ParsableArguments {
                                valueName: "file.pcapng"))
     var trace: String?
 
+    @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
+
     /// Opens the transport (both ends for loopback), this end recorded when --trace asks.
     func open(as kind: EndKind) throws -> (Transport, Transport?) {
         let (transport, other) = try openTransports(self.transport)
@@ -136,10 +138,13 @@ struct ConnectionOutcome {
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
                    library: SampleLibrary, shell: ShellFeed, logger: Logger, serving: Bool = false) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
-    let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library) { logger(kind.rawValue, $0) }
+    let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library,
+                            authentication: try options.authentication.endpointAuthentication(for: kind)) { logger(kind.rawValue, $0) }
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
+    let counterpartAuthentication = try options.authentication.endpointAuthentication(for: counterpartKind)
     let counterpart = other.map {
-        MediaEndpoint(kind: counterpartKind, transport: $0, shell: counterpartKind == .headUnit, library: library) { logger(counterpartKind.rawValue, $0) }
+        MediaEndpoint(kind: counterpartKind, transport: $0, shell: counterpartKind == .headUnit, library: library,
+                      authentication: counterpartAuthentication) { logger(counterpartKind.rawValue, $0) }
     }
     let headUnit = kind == .headUnit ? end : counterpart
     // The head unit is done after its first now-playing update with --once;

@@ -47,11 +47,14 @@ struct Ping: AsyncParsableCommand {
         let quiet = json
         let (transport, other) = try options.open(as: .pinger)
         let answers = AnswerBox()
-        let end = MediaEndpoint(kind: .pinger, transport: transport) { line in if !quiet { logger("ping", line) } }
+        let end = MediaEndpoint(kind: .pinger, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .pinger)) { line in
+            if !quiet { logger("ping", line) }
+        }
         end.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
         }
-        let responder = other.map { MediaEndpoint(kind: .responder, transport: $0) { _ in } }
+        let responderAuthentication = try options.authentication.endpointAuthentication(for: .responder)
+        let responder = other.map { MediaEndpoint(kind: .responder, transport: $0, authentication: responderAuthentication) { _ in } }
         do {
             try responder?.start()
             try end.start()

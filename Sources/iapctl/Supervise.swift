@@ -39,6 +39,8 @@ struct Supervise: AsyncParsableCommand {
                                valueName: "file.pcapng"))
     var trace: String?
 
+    @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
+
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
         _ = try matcher()
@@ -79,6 +81,7 @@ struct Supervise: AsyncParsableCommand {
         logger("supervise", "watching for \(match.isEmpty ? "05ac:*, 1209:0001" : match.joined(separator: ", ")) to run the \(role) role")
 
         let traceFile = try trace.map { try TraceFile(path: $0) }
+        let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
         var opened = 0 // the supervisor numbers connections in the order opens succeed
         var endpoints: [Int: MediaEndpoint] = [:]
         var opening: [String: (MediaEndpoint, ConnectionLabel)] = [:] // by syspath, between open and connected
@@ -118,7 +121,7 @@ struct Supervise: AsyncParsableCommand {
                     let label = ConnectionLabel()
                     let usb = USBHostTransport(selector: selector)
                     let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
-                    let endpoint = MediaEndpoint(kind: kind, transport: transport) { logger(label.text, $0) }
+                    let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication) { logger(label.text, $0) }
                     // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
                     endpoint.stopWhen = { $0.endReason != nil }
                     do {

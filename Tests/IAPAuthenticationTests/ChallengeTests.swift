@@ -127,24 +127,3 @@ import _CryptoExtras
         }
     }
 }
-
-@Suite struct MessageTests {
-    @Test func messagesRoundTripThroughTheWire() async throws {
-        let software = try SoftwareAuthenticator(key: Fixtures.accessoryKey, certificate: Fixtures.accessory)
-        let certificateMessage = AuthenticationMessages.certificate(try await software.certificate())
-        let decoded = try ControlMessage(decoding: try certificateMessage.encoded())
-        let certificate = try AccessoryCertificate(
-            bytes: try AuthenticationMessages.payload(of: decoded, expected: AuthenticationMessages.certificateID))
-        var generator = SplitMix(seed: 9)
-        let challenge = try AuthenticationChallenge.generate(for: certificate.keyType, using: &generator)
-        let request = try ControlMessage(decoding: try AuthenticationMessages.challenge(challenge).encoded())
-        let received = try AuthenticationMessages.payload(of: request, expected: AuthenticationMessages.requestChallengeResponseID)
-        let answer = try ControlMessage(
-            decoding: try AuthenticationMessages.response(try await software.respond(to: received)).encoded())
-        let response = try AuthenticationMessages.payload(of: answer, expected: AuthenticationMessages.responseID)
-        #expect(AuthenticationChallenge.verify(response: response, challenge: challenge.bytes, certificate: certificate) == .valid)
-        #expect(throws: AuthenticationError.self) {
-            try AuthenticationMessages.payload(of: answer, expected: AuthenticationMessages.certificateID)
-        }
-    }
-}
