@@ -15,11 +15,17 @@ public struct TraceDecoder {
         /// Streams that must show an iAP packet before their events are
         /// reported (usbmon endpoints that may carry other traffic).
         public var requireIdentification: Bool
+        /// A note on a message's top-level parameter (what an accessory
+        /// certificate says, say), from a caller that can read more than
+        /// this standard-library-only decoder; nil for none.
+        public var annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)?
 
-        public init(hid: Bool = false, maximumPacketLength: Int = LinkPacket.maximumLength, requireIdentification: Bool = false) {
+        public init(hid: Bool = false, maximumPacketLength: Int = LinkPacket.maximumLength, requireIdentification: Bool = false,
+                    annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)? = nil) {
             self.hid = hid
             self.maximumPacketLength = maximumPacketLength
             self.requireIdentification = requireIdentification
+            self.annotate = annotate
         }
     }
 
@@ -285,8 +291,13 @@ public struct TraceDecoder {
         while let found = state.sessions[session]?.next() {
             switch found {
             case .message(let message, let offset):
-                let info = MessageInfo(session: session, id: message.id, name: MessageCatalog.name(of: message.id),
+                var info = MessageInfo(session: session, id: message.id, name: MessageCatalog.name(of: message.id),
                                        length: message.encodedLength, parameters: MessageCatalog.interpret(message))
+                if let annotate = options.annotate {
+                    for parameter in info.parameters {
+                        if let note = annotate(message.id, parameter) { info.annotations[parameter.id] = note }
+                    }
+                }
                 output(context.event(.message(info), offset: offset), state: &state, emit: emit)
             case .malformed(let id, let offset, let length, let error):
                 let name = MessageCatalog.name(of: id).map { " (\($0))" } ?? ""

@@ -81,6 +81,8 @@ public struct MessageInfo: Sendable {
     public var name: String?
     public var length: Int
     public var parameters: [InterpretedParameter]
+    /// Notes on top-level parameters by id (`TraceDecoder.Options.annotate`).
+    public var annotations: [UInt16: String] = [:]
 }
 
 public struct IAP1Info: Sendable {

@@ -39,13 +39,17 @@ public struct TraceInputDecoder {
         public var hid: Bool
         public var markers: MarkerConvention
         public var maximumPacketLength: Int
+        /// See `TraceDecoder.Options.annotate`.
+        public var annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)?
 
         public init(format: Format = .auto, hid: Bool = false, markers: MarkerConvention = .host,
-                    maximumPacketLength: Int = LinkPacket.maximumLength) {
+                    maximumPacketLength: Int = LinkPacket.maximumLength,
+                    annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)? = nil) {
             self.format = format
             self.hid = hid
             self.markers = markers
             self.maximumPacketLength = maximumPacketLength
+            self.annotate = annotate
         }
     }
 
@@ -68,7 +72,8 @@ public struct TraceInputDecoder {
 
     public init(options: Options = Options()) {
         self.options = options
-        self.decoder = TraceDecoder(options: TraceDecoder.Options(hid: options.hid, maximumPacketLength: options.maximumPacketLength))
+        self.decoder = TraceDecoder(options: TraceDecoder.Options(hid: options.hid, maximumPacketLength: options.maximumPacketLength,
+                                                                  annotate: options.annotate))
     }
 
     /// Detects a format from the first bytes of an input.
@@ -133,7 +138,7 @@ public struct TraceInputDecoder {
         detectedFormat = format
         if format == .pcap {
             decoder = TraceDecoder(options: TraceDecoder.Options(hid: options.hid, maximumPacketLength: options.maximumPacketLength,
-                                                                 requireIdentification: true))
+                                                                 requireIdentification: true, annotate: options.annotate))
         }
     }
 

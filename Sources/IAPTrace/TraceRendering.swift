@@ -36,7 +36,7 @@ public enum TraceJSON {
             json.integer("id", Int(info.id))
             json.stringOrNull("name", info.name)
             json.integer("length", info.length)
-            json.raw("params", parameterList(info.parameters))
+            json.raw("params", parameterList(info.parameters, annotations: info.annotations))
         case .iap1(let info):
             json.integer("lingo", Int(info.lingo))
             json.integer("command", Int(info.command))
@@ -96,11 +96,11 @@ public enum TraceJSON {
         return json.finish()
     }
 
-    static func parameterList(_ parameters: [InterpretedParameter]) -> String {
-        "[" + parameters.map(parameterObject).joined(separator: ",") + "]"
+    static func parameterList(_ parameters: [InterpretedParameter], annotations: [UInt16: String] = [:]) -> String {
+        "[" + parameters.map { parameterObject($0, note: annotations[$0.id]) }.joined(separator: ",") + "]"
     }
 
-    static func parameterObject(_ parameter: InterpretedParameter) -> String {
+    static func parameterObject(_ parameter: InterpretedParameter, note: String? = nil) -> String {
         var json = JSONObjectWriter()
         json.integer("id", Int(parameter.id))
         json.stringOrNull("name", parameter.name)
@@ -125,6 +125,7 @@ public enum TraceJSON {
             json.string("value", hexBytes(bytes, separator: ""))
             json.string("error", reason)
         }
+        if let note { json.string("summary", note) }
         return json.finish()
     }
 }
@@ -231,7 +232,7 @@ public enum TraceText {
             return lines
         case .message(let info):
             var lines = [prefix + "message session=\(info.session) \(info.name ?? "unknown") (0x\(hex16(info.id))) \(info.length) bytes"]
-            appendParameters(info.parameters, depth: 1, to: &lines)
+            appendParameters(info.parameters, depth: 1, annotations: info.annotations, to: &lines)
             return lines
         case .iap1(let info):
             let lingo = IAP1Catalog.lingoNames[info.lingo] ?? "lingo 0x\(hexByte(info.lingo))"
@@ -248,7 +249,7 @@ public enum TraceText {
         }
     }
 
-    static func appendParameters(_ parameters: [InterpretedParameter], depth: Int, to lines: inout [String]) {
+    static func appendParameters(_ parameters: [InterpretedParameter], depth: Int, annotations: [UInt16: String] = [:], to lines: inout [String]) {
         let indent = String(repeating: " ", count: 22 + depth * 4)
         for parameter in parameters {
             let name = parameter.name ?? "param"
@@ -259,6 +260,7 @@ public enum TraceText {
             default:
                 lines.append(indent + "\(parameter.id) \(name) = \(describe(parameter.value))")
             }
+            if let note = annotations[parameter.id] { lines.append(indent + "    " + note) }
         }
     }
 

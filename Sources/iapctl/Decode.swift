@@ -1,4 +1,6 @@
 import ArgumentParser
+import IAPAuthentication
+import IAPSession
 import IAPTrace
 import IAPWire
 
@@ -63,7 +65,8 @@ struct Decode: ParsableCommand {
     }
 
     func run() throws {
-        let options = TraceInputDecoder.Options(format: format, hid: hid, markers: markers, maximumPacketLength: maxPacketLength)
+        let options = TraceInputDecoder.Options(format: format, hid: hid, markers: markers, maximumPacketLength: maxPacketLength,
+                                                annotate: CertificateNotes.annotate)
         var input = TraceInputDecoder(options: options)
         var output = OutputBuffer()
         var statistics = TraceStatistics()
@@ -123,4 +126,18 @@ struct Decode: ParsableCommand {
 struct CommandFailure: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
+}
+
+/// What an AuthenticationCertificate in a trace says: subject, issuer,
+/// serial and key type, read with IAPAuthentication (the trace decoder
+/// itself stays standard-library only).
+enum CertificateNotes {
+    @Sendable static func annotate(_ messageID: UInt16, _ parameter: InterpretedParameter) -> String? {
+        guard messageID == AuthenticationMessageID.certificate, parameter.id == 0, case .blob(let bytes) = parameter.value else { return nil }
+        do {
+            return "certificate: " + DeviceVerifier.summary(try AccessoryCertificate(bytes: bytes), trust: "issuer not checked")
+        } catch {
+            return "not a usable certificate: \(error)"
+        }
+    }
 }

@@ -11,6 +11,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 iapctl=${IAPCTL:-$root/.build/debug/iapctl}
 out=${IAP_LAB_OUT:-/tmp}
+# The software authenticator keeps its test keys in the run folder, not in the guest's HOME.
+export XDG_DATA_HOME="${XDG_DATA_HOME:-$out/data}"
 gadget=/sys/kernel/config/usb_gadget/iapdevkit
 passed=0
 failed=0
