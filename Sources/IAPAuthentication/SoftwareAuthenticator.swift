@@ -104,6 +104,15 @@ public struct SoftwareAuthenticator: Authenticator {
             presentation: presentation, digest: digest, location: keyFile)
     }
 
+    /// A fresh test authority and accessory key in memory, kept nowhere:
+    /// for runs in one process (simulations, the in-process pair).
+    public static func ephemeral(now: Date = Date()) throws(AuthenticationError) -> SoftwareAuthenticator {
+        let authority = try TestAuthority.create(now: now)
+        let key = P256.Signing.PrivateKey()
+        let certificate = try authority.issue(publicKey: Certificate.PublicKey(key.publicKey), now: now)
+        return try SoftwareAuthenticator(key: key, certificate: certificate, authority: authority.certificate)
+    }
+
     /// From values in memory.
     public init(
         key: P256.Signing.PrivateKey, certificate: Certificate, authority: Certificate? = nil,
