@@ -22,9 +22,12 @@ public struct ConformanceCase: Sendable {
     public let purpose: String
     let body: @Sendable (inout Scenario) -> Void
 
-    public func run(seed: UInt64) -> ConformanceResult {
-        var scenario = Scenario(seed: seed)
+    /// Runs the case. A simulation that runs out of `stepBudget` steps (or
+    /// stops advancing virtual time) fails the case with that reason.
+    public func run(seed: UInt64, stepBudget: Int = LinkSimulator.maximumSteps) -> ConformanceResult {
+        var scenario = Scenario(seed: seed, stepBudget: stepBudget)
         body(&scenario)
+        if let failure = scenario.simulation.budgetFailure { scenario.failures.append(failure) }
         return ConformanceResult(name: name, seed: seed, failures: scenario.failures, summary: scenario.notes.joined(separator: "; "),
                                  milliseconds: Int(scenario.simulation.now.nanoseconds / 1_000_000))
     }
@@ -37,9 +40,13 @@ struct Scenario: Sendable {
     var failures: [String] = []
     var notes: [String] = []
 
-    init(seed: UInt64) {
+    let stepBudget: Int
+
+    init(seed: UInt64, stepBudget: Int = LinkSimulator.maximumSteps) {
         self.seed = seed
+        self.stepBudget = stepBudget
         simulation = LinkSimulator(accessory: Self.accessory(), device: Self.device(), seed: seed)
+        simulation.stepBudget = stepBudget
     }
 
     static func accessory(_ parameters: LinkParameters = LinkParameters(), initialSequence: UInt8 = 0x2B) -> LinkConfiguration {
@@ -53,6 +60,7 @@ struct Scenario: Sendable {
     mutating func configure(accessory: LinkConfiguration = Scenario.accessory(), device: LinkConfiguration = Scenario.device(),
                             outbound: WireFaults = .none, inbound: WireFaults = .none) {
         simulation = LinkSimulator(accessory: accessory, device: device, outbound: outbound, inbound: inbound, seed: seed)
+        simulation.stepBudget = stepBudget
     }
 
     mutating func expect(_ condition: Bool, _ message: String) {

@@ -126,7 +126,7 @@ public enum DemoDrive {
             connections: sim.connections, disconnections: sim.disconnections, title: info.title, state: info.state,
             repeatMode: info.repeatMode, shuffleMode: info.shuffleMode, rate: info.defaultPlaybackRate,
             radioControls: sim.headUnit.radioControls, tabs: sim.headUnit.tabs.map(\.text),
-            recentlyPlayed: sim.app.snapshot.recentlyPlayed.map(\.title), failedSteps: failed)
+            recentlyPlayed: sim.app.snapshot.recentlyPlayed.map(\.title), failedSteps: failed + (sim.budgetFailure.map { [$0] } ?? []))
         return (sim, final)
     }
 }

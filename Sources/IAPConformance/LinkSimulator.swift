@@ -31,6 +31,16 @@ public struct LinkSimulator: Sendable {
     /// Steps taken, to bound runaway scenarios.
     public private(set) var steps = 0
     public static let maximumSteps = 2_000_000
+    /// Steps allowed in all (defaults to `maximumSteps`).
+    public var stepBudget = LinkSimulator.maximumSteps
+    /// Steps allowed without virtual time advancing: more means a timer that
+    /// fires and is not moved on (a broken retransmission timer, say).
+    public var stepsPerInstantBudget = 200_000
+    /// Why the simulation stopped early, once a budget ran out. From then on
+    /// `run` no longer steps: it moves time to the limit it is given, so
+    /// callers that loop until a deadline end, and report this failure.
+    public private(set) var budgetFailure: String?
+    private var stepsAtInstant = 0
 
     /// Changes the faults of one direction from now on.
     public mutating func setFaults(_ faults: WireFaults, towards role: LinkRole) {
@@ -113,12 +123,24 @@ public struct LinkSimulator: Sendable {
     /// holds. Returns whether `done` held.
     @discardableResult
     public mutating func run(until limit: LinkInstant, done: (LinkSimulator) -> Bool = { _ in false }) -> Bool {
-        while steps < Self.maximumSteps {
+        while budgetFailure == nil {
             if done(self) { return true }
             let candidates = [accessory.nextDeadline, device.nextDeadline, outbound.nextArrival, inbound.nextArrival].compactMap { $0 }
             guard let next = candidates.min(), next <= limit else {
                 now = max(now, limit)
                 return done(self)
+            }
+            if steps >= stepBudget {
+                budgetFailure = "the simulation ran out of its step budget (\(stepBudget) steps) at \(now.nanoseconds / 1_000_000) ms of virtual time"
+                break
+            }
+            if next > now { stepsAtInstant = 0 }
+            stepsAtInstant += 1
+            if stepsAtInstant > stepsPerInstantBudget {
+                budgetFailure = "virtual time stopped at \(now.nanoseconds / 1_000_000) ms: \(stepsPerInstantBudget) steps without it advancing"
+                    + " (accessory deadline \(accessory.nextDeadline.map { "\($0)" } ?? "none"), device deadline \(device.nextDeadline.map { "\($0)" } ?? "none"):"
+                    + " a timer that fires without moving on?)"
+                break
             }
             steps += 1
             now = max(now, next)
@@ -127,6 +149,8 @@ public struct LinkSimulator: Sendable {
             if let deadline = accessory.nextDeadline, deadline <= now { apply(accessory.tick(now: now), from: .accessory) }
             if let deadline = device.nextDeadline, deadline <= now { apply(device.tick(now: now), from: .device) }
         }
+        // Out of budget: no more steps, but time moves on so that loops bounded by a deadline end.
+        now = max(now, limit)
         return done(self)
     }
 

@@ -55,6 +55,14 @@ public struct MediaSimulator: Sendable {
 
     public var now: LinkInstant { link.now }
 
+    /// Rounds of `run` allowed without virtual time advancing (a role timer
+    /// that fires without moving on would otherwise spin forever).
+    public var roundsPerInstantBudget = 100_000
+    private var mediaBudgetFailure: String?
+
+    /// Why the simulation stopped early (its own budget or the link's), if it did.
+    public var budgetFailure: String? { mediaBudgetFailure ?? link.budgetFailure }
+
     public mutating func note(_ who: String, _ text: String) {
         transcript.append(Line(time: link.now, who: who, text: text))
     }
@@ -95,8 +103,22 @@ public struct MediaSimulator: Sendable {
     @discardableResult
     public mutating func run(for limit: Duration, until done: (MediaSimulator) -> Bool = { _ in false }) -> Bool {
         let end = link.now + limit
+        var rounds = 0
+        var instant = link.now
         while link.now < end {
             if done(self) { return true }
+            if budgetFailure != nil { return false }
+            if link.now > instant {
+                instant = link.now
+                rounds = 0
+            }
+            rounds += 1
+            if rounds > roundsPerInstantBudget {
+                mediaBudgetFailure = "virtual time stopped at \(link.now.nanoseconds / 1_000_000) ms: \(roundsPerInstantBudget) rounds without it advancing"
+                    + " (phone deadline \(phone.nextDeadline.map { "\($0)" } ?? "none"), head-unit deadline \(headUnit.nextDeadline.map { "\($0)" } ?? "none"))"
+                note("simulator", mediaBudgetFailure ?? "")
+                return false
+            }
             var step = link.now + .milliseconds(1)
             for deadline in [phone.nextDeadline, headUnit.nextDeadline, loads.map(\.at).min()].compactMap({ $0 }) where deadline < step {
                 step = max(deadline, link.now)

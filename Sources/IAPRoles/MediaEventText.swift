@@ -24,8 +24,14 @@ public enum MediaEventText {
         case .selection(let item, let status): return "selected \(item): \(status)"
         case .commandStatus(let command, let status): return "\(command.kind): \(status)"
         case .nowPlaying(let info):
-            let elapsed = headUnit.nowPlaying.elapsed(at: now)
-            return "now playing: \(info.title ?? "nothing") — \(info.artist ?? "") [\(info.state), \(elapsed / 1000) s of \((info.durationMilliseconds ?? 0) / 1000) s, rate \(info.playbackRate), repeat \(info.repeatMode), shuffle \(info.shuffleMode)]"
+            let model = headUnit.nowPlaying
+            let elapsed = model.elapsedIsValid ? "\(model.elapsed(at: now) / 1000) s" : "? s"
+            let flagged = Set(model.outOfRange.map(\.attribute))
+            let state = flagged.contains(.playbackStatus) || flagged.contains(.playbackState) && info.state == .unknown ? "state ?" : "\(info.state)"
+            let repeatMode = flagged.contains(.repeatMode) ? "?" : "\(info.repeatMode)"
+            let shuffleMode = flagged.contains(.shuffleMode) ? "?" : "\(info.shuffleMode)"
+            return "now playing: \(info.title ?? "nothing") — \(info.artist ?? "") [\(state), \(elapsed) of \((info.durationMilliseconds ?? 0) / 1000) s, rate \(info.playbackRate), repeat \(repeatMode), shuffle \(shuffleMode)]"
+                + outOfRangeSuffix(model)
         case .queue(let queue):
             return "up next (\(queue.status)): " + queue.items.map { ($0.playingIndicator != .none ? "▶ " : "") + $0.text }.joined(separator: ", ")
         case .image(let image, let status, let transfer): return "image \(image): \(status)\(transfer.map { ", file transfer \($0)" } ?? "")"
@@ -36,8 +42,16 @@ public enum MediaEventText {
     public static func nowPlayingLine(_ headUnit: HeadUnitMediaRole, now: LinkInstant) -> String {
         let info = headUnit.nowPlaying.info
         guard let title = info.title else { return "now playing: nothing" }
-        let elapsed = headUnit.nowPlaying.elapsed(at: now) / 1000
+        let model = headUnit.nowPlaying
+        let elapsed = model.elapsed(at: now) / 1000
+        let position = model.elapsedIsValid ? "\(elapsed / 60):\(elapsed % 60 < 10 ? "0" : "")\(elapsed % 60)" : "?:??"
         let duration = (info.durationMilliseconds ?? 0) / 1000
-        return "now playing: \(title) — \(info.artist ?? "") · \(elapsed / 60):\(elapsed % 60 < 10 ? "0" : "")\(elapsed % 60) / \(duration / 60):\(duration % 60 < 10 ? "0" : "")\(duration % 60) [\(info.state)\(info.state == .playing ? " at \(info.playbackRate)x" : "")] — \(info.appName ?? "")"
+        return "now playing: \(title) — \(info.artist ?? "") · \(position) / \(duration / 60):\(duration % 60 < 10 ? "0" : "")\(duration % 60) [\(info.state)\(info.state == .playing ? " at \(info.playbackRate)x" : "")] — \(info.appName ?? "")"
+            + outOfRangeSuffix(model)
+    }
+
+    /// " (out of range: playback status 9 out of range (0...4), …)" when the phone sent any.
+    static func outOfRangeSuffix(_ model: NowPlayingModel) -> String {
+        model.outOfRange.isEmpty ? "" : " (out of range: " + model.outOfRange.map(\.description).joined(separator: "; ") + ")"
     }
 }

@@ -344,6 +344,10 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     public var present: Set<UInt32>
     /// The update carries a media item group (possibly empty: no item).
     public var hasMediaItemGroup: Bool
+    /// Values the update carries that are out of range. An out-of-range
+    /// playback status makes the state `.unknown`; other out-of-range values
+    /// are not applied (the attribute is not in `present`).
+    public var outOfRange: [OutOfRangeValue] = []
 
     static let mediaAttributeIDs: [UInt16] = [0, 1, 4, 6, 12, 16, 26, 0x4000]
     static let playbackAttributeIDs: [UInt16] = [0, 1, 2, 3, 5, 6, 7, 12, 0x4000, 0x4001]
@@ -383,6 +387,8 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         info = NowPlayingInfo()
         present = []
         hasMediaItemGroup = message.parameter(0) != nil
+        var statusOutOfRange = false
+        var extendedState: NowPlayingInfo.PlaybackState?
         for groupParameter in message.parameters where groupParameter.id <= 1 {
             let members = try groupParameter.group()
             let reader = MessageReader(ControlMessage(id: 0, parameters: members))
@@ -399,22 +405,49 @@ public struct NowPlayingUpdate: Hashable, Sendable {
                 case (0, 0x4000): info.releaseDate = try reader.string(0x4000)
                 case (1, 0):
                     switch try reader.u8(0) {
+                    case 0: info.state = .stopped
                     case 1: info.state = .playing
                     case 2, 3, 4: info.state = .paused
-                    default: info.state = .stopped
+                    case let value:
+                        info.state = .unknown
+                        statusOutOfRange = true
+                        outOfRange.append(OutOfRangeValue(.playbackStatus, value: UInt64(value)))
                     }
                 case (1, 1): info.elapsedMilliseconds = try reader.u32(1)
                 case (1, 2): info.queueIndex = try reader.u32(2)
                 case (1, 3): info.queueCount = try reader.u32(3)
-                case (1, 5): info.shuffleMode = ShuffleMode(rawValue: try reader.u8(5)) ?? .off
-                case (1, 6): info.repeatMode = RepeatMode(rawValue: try reader.u8(6)) ?? .off
+                case (1, 5):
+                    let value = try reader.u8(5)
+                    if let mode = ShuffleMode(rawValue: value) { info.shuffleMode = mode } else {
+                        present.remove(Self.key(1, 5))
+                        outOfRange.append(OutOfRangeValue(.shuffleMode, value: UInt64(value)))
+                    }
+                case (1, 6):
+                    let value = try reader.u8(6)
+                    if let mode = RepeatMode(rawValue: value) { info.repeatMode = mode } else {
+                        present.remove(Self.key(1, 6))
+                        outOfRange.append(OutOfRangeValue(.repeatMode, value: UInt64(value)))
+                    }
                 case (1, 7): info.appName = try reader.string(7)
                 case (1, 12): info.playbackRate = Double(try reader.u16(12)) / 100
-                case (1, 0x4000): info.state = NowPlayingInfo.PlaybackState(rawValue: try reader.u8(0x4000)) ?? info.state
+                case (1, 0x4000):
+                    let value = try reader.u8(0x4000)
+                    if let state = NowPlayingInfo.PlaybackState(rawValue: value) { extendedState = state } else {
+                        outOfRange.append(OutOfRangeValue(.playbackState, value: UInt64(value)))
+                    }
                 case (1, 0x4001): info.defaultPlaybackRate = Double(try reader.u16(0x4001)) / 100
                 default: break
                 }
             }
+        }
+        // The extended state refines a valid status (interrupted is paused
+        // there); after an out-of-range status the state stays unknown.
+        if statusOutOfRange {
+            present.remove(Self.key(1, 0x4000))
+        } else if let extendedState {
+            info.state = extendedState
+        } else {
+            present.remove(Self.key(1, 0x4000))
         }
     }
 
@@ -465,6 +498,42 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     }
 
     static func hundredths(_ rate: Double) -> UInt16 { UInt16(clamping: Int((max(0, rate) * 100).rounded())) }
+}
+
+/// A now-playing value outside the range its attribute allows: reported,
+/// never shown as if it were a valid one.
+public struct OutOfRangeValue: Hashable, Sendable, CustomStringConvertible {
+    public enum Attribute: String, Hashable, Sendable {
+        case playbackStatus = "playback status"
+        case playbackState = "playback state"
+        case shuffleMode = "shuffle mode"
+        case repeatMode = "repeat mode"
+        case elapsedTime = "elapsed time"
+    }
+
+    public var attribute: Attribute
+    public var value: UInt64
+    /// The values allowed, in words.
+    public var allowed: String
+
+    public init(_ attribute: Attribute, value: UInt64, allowed: String? = nil) {
+        self.attribute = attribute
+        self.value = value
+        self.allowed = allowed ?? Self.allowed(attribute)
+    }
+
+    static func allowed(_ attribute: Attribute) -> String {
+        switch attribute {
+        case .playbackStatus: "0...4"
+        case .playbackState: "0...4"
+        case .shuffleMode, .repeatMode: "0...2"
+        case .elapsedTime: "at most the duration"
+        }
+    }
+
+    public var description: String {
+        attribute == .elapsedTime ? "\(attribute.rawValue) \(value) ms out of range (\(allowed))" : "\(attribute.rawValue) \(value) out of range (\(allowed))"
+    }
 }
 
 /// Typed reads of a message's parameters that say which one is missing or

@@ -332,12 +332,51 @@ public struct NowPlayingModel: Hashable, Sendable {
     public private(set) var receivedAt = LinkInstant.zero
     public private(set) var updates = 0
 
+    /// Attributes whose last value received was out of range, each with that
+    /// value; an attribute leaves the list when a valid value arrives. Such a
+    /// value is never stored as if valid (an out-of-range playback status is
+    /// `.unknown`; other attributes keep their previous value).
+    public private(set) var outOfRange: [OutOfRangeValue] = []
+
+    /// Elapsed times from this many milliseconds on are negative values
+    /// wrapped to unsigned (4294967 s and the like), not positions.
+    public static let elapsedLimit: UInt32 = 1 << 31
+
     public init() {}
 
     public mutating func apply(_ update: NowPlayingUpdate, at now: LinkInstant) {
-        info = update.applied(to: info)
+        var result = update.applied(to: info)
+        var found = update.outOfRange
+        var carried = update.present
+        if update.present.contains(0x1_0001) {
+            let elapsed = update.info.elapsedMilliseconds
+            let duration = result.durationMilliseconds
+            if elapsed >= Self.elapsedLimit || duration.map({ elapsed > $0 }) == true {
+                found.append(OutOfRangeValue(.elapsedTime, value: UInt64(elapsed),
+                                             allowed: duration.map { "at most the duration, \($0) ms" } ?? "under \(Self.elapsedLimit) ms"))
+                // Keep the position as it was, carried on to now.
+                result.elapsedMilliseconds = Self.extrapolate(info, from: receivedAt, to: now)
+                carried.remove(0x1_0001)
+            }
+        }
+        for value in found { carried.insert(Self.key(value.attribute)) }
+        outOfRange = outOfRange.filter { !carried.contains(Self.key($0.attribute)) } + found
+        info = result
         receivedAt = now
         updates += 1
+    }
+
+    /// Whether the elapsed time shown is one the phone sent in range.
+    public var elapsedIsValid: Bool { !outOfRange.contains { $0.attribute == .elapsedTime } }
+
+    static func key(_ attribute: OutOfRangeValue.Attribute) -> UInt32 {
+        switch attribute {
+        case .playbackStatus: 0x1_0000
+        case .playbackState: 0x1_4000
+        case .elapsedTime: 0x1_0001
+        case .shuffleMode: 0x1_0005
+        case .repeatMode: 0x1_0006
+        }
     }
 
     /// Elapsed time at `now`, from the last update, its rate and when it came.

@@ -26,16 +26,37 @@ public struct CaptureRecord: Sendable {
     public var originalLength: Int
 }
 
+/// A pcapng block whose own length checks out (so the next block can be
+/// found) but whose contents cannot be right: it is skipped and reading
+/// goes on after it.
+public struct MalformedCaptureBlock: Hashable, Sendable, CustomStringConvertible {
+    /// Offset of the block in the file.
+    public let offset: Int
+    /// The block's whole length, as its length fields say.
+    public let length: Int
+    public let blockType: UInt32
+    public let detail: String
+    public var description: String { "at byte \(offset): \(detail)" }
+}
+
 /// Reads pcap and pcapng files as a stream: append bytes in chunks of any
 /// size and pull records; memory holds at most one record.
 public struct CaptureReader: Sendable {
     public enum Format: String, Sendable { case pcap, pcapng }
+
+    /// What `nextItem()` yields: a record, or a block skipped as malformed.
+    public enum Item: Sendable {
+        case record(CaptureRecord)
+        case malformed(MalformedCaptureBlock)
+    }
 
     /// Records larger than this are refused rather than buffered.
     public static let maximumRecordLength = 16 << 20
 
     public static let linkTypeUSBLinux: UInt32 = 189
     public static let linkTypeUSBLinuxMmapped: UInt32 = 220
+    /// The link type given to an interface whose description block is malformed.
+    public static let unknownLinkType: UInt32 = 0xFFFF_FFFF
 
     /// Recognises the first bytes of a capture file.
     public static func format(ofPrefix bytes: some Collection<UInt8>) -> Format? {
@@ -65,6 +86,8 @@ public struct CaptureReader: Sendable {
     /// Bytes of the file read so far.
     public var offset: Int { consumed + start }
     public var recordsRead: Int { frameCount }
+    /// pcapng blocks skipped as malformed so far.
+    public private(set) var malformedBlocks = 0
 
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if start > 0 {
@@ -78,8 +101,19 @@ public struct CaptureReader: Sendable {
     /// Bytes left over that did not make a whole record (after the last append).
     public var pendingByteCount: Int { buffer.count - start }
 
-    /// The next record, nil when more bytes are needed.
+    /// The next record, nil when more bytes are needed. Malformed blocks are
+    /// passed over (counted in `malformedBlocks`); `nextItem()` reports them.
     public mutating func next() throws(CaptureError) -> CaptureRecord? {
+        while let item = try nextItem() {
+            if case .record(let record) = item { return record }
+        }
+        return nil
+    }
+
+    /// The next record or malformed block, nil when more bytes are needed.
+    /// Throws only when the file cannot be read on (bad magic, a block length
+    /// that does not say where the next block starts).
+    public mutating func nextItem() throws(CaptureError) -> Item? {
         while true {
             if format == nil {
                 guard buffer.count - start >= 4 else { return nil }
@@ -90,12 +124,15 @@ public struct CaptureReader: Sendable {
             }
             switch format {
             case .pcap:
-                if let record = try nextPcap() { return record }
+                if let record = try nextPcap() { return .record(record) }
                 return nil
             case .pcapng:
                 switch try nextPcapngBlock() {
                 case .needMore: return nil
-                case .record(let record): return record
+                case .record(let record): return .record(record)
+                case .malformed(let block):
+                    malformedBlocks += 1
+                    return .malformed(block)
                 case .other: continue
                 }
             case nil:
@@ -136,7 +173,7 @@ public struct CaptureReader: Sendable {
 
     // MARK: pcapng
 
-    private enum BlockResult { case needMore, record(CaptureRecord), other }
+    private enum BlockResult { case needMore, record(CaptureRecord), malformed(MalformedCaptureBlock), other }
 
     private mutating func nextPcapngBlock() throws(CaptureError) -> BlockResult {
         guard buffer.count - start >= 12 else { return .needMore }
@@ -162,23 +199,30 @@ public struct CaptureReader: Sendable {
         guard Int(read32(block + length - 4)) == length else {
             throw CaptureError(offset: consumed + block, "pcapng block of type 0x\(String(type, radix: 16)) has mismatched leading and trailing lengths")
         }
+        func malformed(_ detail: String) -> BlockResult {
+            .malformed(MalformedCaptureBlock(offset: consumed + block, length: length, blockType: type, detail: detail))
+        }
         switch type {
-        case 1: // Interface Description Block
-            guard length >= 20 else { throw CaptureError(offset: consumed + block, "interface description block too short") }
+        case 1: // Interface Description Block: link type, reserved, snap length
+            guard length >= 20 else {
+                // Keep interface numbering: packets naming this interface become foreign records.
+                interfaces.append((Self.unknownLinkType, 1_000_000))
+                return malformed("interface description block of \(length) bytes, under the 20-byte minimum")
+            }
             let linkType = UInt32(read16(block + 8))
             interfaces.append((linkType, interfaceResolution(block: block, length: length)))
             return .other
         case 6: // Enhanced Packet Block
-            guard length >= 32 else { throw CaptureError(offset: consumed + block, "enhanced packet block too short") }
+            guard length >= 32 else { return malformed("enhanced packet block of \(length) bytes, under the 32-byte minimum") }
             let interface = Int(read32(block + 8))
             let timestamp = Int64(read32(block + 12)) << 32 | Int64(read32(block + 16))
             let captured = Int(read32(block + 20))
             let original = Int(read32(block + 24))
             guard captured <= length - 32 else {
-                throw CaptureError(offset: consumed + block, "enhanced packet block claims \(captured) captured bytes in a \(length)-byte block")
+                return malformed("enhanced packet block claims \(captured) captured bytes in a \(length)-byte block")
             }
             guard interface < interfaces.count else {
-                throw CaptureError(offset: consumed + block, "packet refers to interface \(interface), but only \(interfaces.count) are described")
+                return malformed("packet refers to interface \(interface), but only \(interfaces.count) are described")
             }
             frameCount += 1
             let units = interfaces[interface].unitsPerSecond
@@ -189,8 +233,9 @@ public struct CaptureReader: Sendable {
                 frame: frameCount, linkType: interfaces[interface].linkType, bigEndian: bigEndian,
                 timestampNanoseconds: nanos, data: buffer[block + 28..<block + 28 + captured], originalLength: original))
         case 3: // Simple Packet Block: interface 0, captured length bounded by the block
+            guard length >= 16 else { return malformed("simple packet block of \(length) bytes, under the 16-byte minimum") }
             guard let first = interfaces.first else {
-                throw CaptureError(offset: consumed + block, "simple packet block before any interface description")
+                return malformed("simple packet block before any interface description")
             }
             let original = Int(read32(block + 8))
             let captured = min(original, length - 16)

@@ -304,6 +304,11 @@ public struct TraceDecoder {
                 let detail = "message 0x\(hex16(id))\(name) of \(length) bytes on session \(session): \(error.detail)"
                 output(context.event(.skipped(SkippedInfo(count: ControlMessage.headerLength, reason: "malformed_message", detail: detail)), offset: offset),
                        state: &state, emit: emit)
+            case .oversized:
+                // These decoders accept the largest length a header can declare
+                // (ControlMessage.maximumLength), so none is oversized; its bytes
+                // would follow as skipped anyway.
+                break
             case .skipped(let skip):
                 output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: "session \(session) stream")), offset: skip.offset),
                        state: &state, emit: emit)

@@ -99,7 +99,7 @@ public struct SkippedInfo: Sendable {
     public var count: Int
     /// A stable token: `garbage`, `bad_header_checksum`, `bad_length`,
     /// `bad_payload_checksum`, `truncated`, `malformed_message`, `invalid_hex`,
-    /// `hid_report`, `not_captured`.
+    /// `hid_report`, `not_captured`, `malformed_block`.
     public var reason: String
     public var detail: String?
 }

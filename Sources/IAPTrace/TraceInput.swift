@@ -151,7 +151,17 @@ public struct TraceInputDecoder {
         case .pcap:
             capture.append(chunk)
             do {
-                while let record = try capture.next() { handle(record, emit: emit) }
+                while let item = try capture.nextItem() {
+                    switch item {
+                    case .record(let record):
+                        handle(record, emit: emit)
+                    case .malformed(let block):
+                        // The block's bounds are known: say what was wrong with it and read on.
+                        emit(TraceEvent(body: .skipped(SkippedInfo(count: block.length, reason: "malformed_block",
+                                                                   detail: "capture \(block.description)")),
+                                        direction: nil, offset: block.offset))
+                    }
+                }
             } catch {
                 throw TraceInputError("unreadable capture \(error)")
             }

@@ -7,6 +7,13 @@
 /// parameters do not fit is reported as `.malformed` and scanning resumes
 /// after its header, so one bad message never hides the next. Bytes that start
 /// no message (a trace that begins mid-message) are reported as skipped.
+///
+/// A candidate that declares more than the maximum length is reported as
+/// `.oversized` (naming its id) and scanning resumes one byte on. A candidate
+/// still waiting for its end is visible as `pendingMessage`; a caller that
+/// decides it will never complete (it has waited too long) calls
+/// `abandonPendingMessage()` and the decoder reports its bytes as truncated
+/// and resynchronises on the bytes after its first.
 public struct ControlMessageDecoder: Sendable {
     public enum SkipReason: String, Hashable, Sendable {
         case garbage
@@ -25,7 +32,23 @@ public struct ControlMessageDecoder: Sendable {
     public enum Event: Hashable, Sendable {
         case message(ControlMessage, offset: Int)
         case malformed(id: UInt16, offset: Int, length: Int, error: WireError)
+        /// A header declaring more than `maximumMessageLength` bytes: it can
+        /// never be accepted. `held` is how many of its bytes had arrived.
+        /// Its bytes are then reported as skipped (`bad_length` for the first).
+        case oversized(id: UInt16, offset: Int, length: Int, held: Int)
         case skipped(Skipped)
+    }
+
+    /// The candidate message `next()` is waiting on.
+    public struct PendingMessage: Hashable, Sendable {
+        /// Offset of its first byte in the stream.
+        public var offset: Int
+        /// Its id, once its 6-byte header has arrived.
+        public var id: UInt16?
+        /// Bytes of it held so far.
+        public var held: Int
+        /// Its declared length, once the length field has arrived.
+        public var expected: Int?
     }
 
     public let maximumMessageLength: Int
@@ -36,6 +59,8 @@ public struct ControlMessageDecoder: Sendable {
     private var suspectEnd = 0
     private var suspectReason = SkipReason.garbage
     private var finished = false
+    private var abandonedOffset: Int?
+    private var oversizedReportedOffset: Int?
 
     public init(maximumMessageLength: Int = ControlMessage.maximumLength) {
         self.maximumMessageLength = max(ControlMessage.headerLength, min(maximumMessageLength, ControlMessage.maximumLength))
@@ -54,6 +79,29 @@ public struct ControlMessageDecoder: Sendable {
 
     public mutating func finish() { finished = true }
 
+    /// The incomplete candidate message held (after `next()` returned nil), if any.
+    public var pendingMessage: PendingMessage? {
+        guard !finished, start < buffer.count, buffer[start] == 0x40 else { return nil }
+        let available = buffer.count - start
+        if available >= 2, buffer[start + 1] != 0x40 { return nil }
+        var expected: Int?
+        if available >= 4 {
+            let length = Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
+            guard length >= ControlMessage.headerLength, length <= maximumMessageLength, available < length else { return nil }
+            expected = length
+        }
+        let id = available >= ControlMessage.headerLength ? UInt16(buffer[start + 4]) << 8 | UInt16(buffer[start + 5]) : nil
+        return PendingMessage(offset: bufferOffset + start, id: id, held: available, expected: expected)
+    }
+
+    /// Gives up on the pending message: `next()` reports its bytes as
+    /// truncated and looks for the next message from its second byte on, as
+    /// it does at the end of the stream.
+    public mutating func abandonPendingMessage() {
+        guard let pending = pendingMessage else { return }
+        abandonedOffset = pending.offset
+    }
+
     public mutating func next() -> Event? {
         while true {
             guard start < buffer.count else {
@@ -69,17 +117,25 @@ public struct ControlMessageDecoder: Sendable {
 
             if buffer[start] == 0x40 {
                 if available < 2 || (buffer[start + 1] == 0x40 && available < ControlMessage.headerLength) {
-                    if !finished { return nil }
+                    if !finished && abandonedOffset != absolute { return nil }
                     suspectEnd = bufferOffset + buffer.count
                     suspectReason = .truncated
                     skip = (1, .truncated)
                 } else if buffer[start + 1] == 0x40 {
                     let length = Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
                     let id = UInt16(buffer[start + 4]) << 8 | UInt16(buffer[start + 5])
+                    if length > maximumMessageLength, oversizedReportedOffset != absolute {
+                        if let pending = pendingSkip {
+                            pendingSkip = nil
+                            return .skipped(pending)
+                        }
+                        oversizedReportedOffset = absolute
+                        return .oversized(id: id, offset: absolute, length: length, held: min(available, length))
+                    }
                     if length < ControlMessage.headerLength || length > maximumMessageLength {
                         skip = (1, .badLength)
                     } else if available < length {
-                        if !finished { return nil }
+                        if !finished && abandonedOffset != absolute { return nil }
                         suspectEnd = bufferOffset + buffer.count
                         suspectReason = .truncated
                         skip = (1, .truncated)

@@ -100,7 +100,10 @@ import IAPWire
         _ = phone.received(AccessoryIdentity.devKitHeadUnit.message)
         let undeclared = phone.received(ControlMessage(id: 0x4C00))
         #expect(undeclared.count == 1)
-        guard case .log(let line)? = undeclared.first else { return }
+        guard case .log(let line)? = undeclared.first else {
+            Issue.record("expected a log line for an undeclared message, got \(undeclared)")
+            return
+        }
         #expect(line.contains("did not declare"))
     }
 

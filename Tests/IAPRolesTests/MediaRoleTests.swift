@@ -136,7 +136,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         var headUnit = HeadUnitMediaRole()
         _ = headUnit.connect(now: t0)
         let request = sent(headUnit.openRoot(now: t0))[0]
-        guard case .browseRequest(let id, _, _, _) = request else { return }
+        guard case .browseRequest(let id, _, _, _) = request else {
+            Issue.record("expected a browse request, got \(request)")
+            return
+        }
         let events = headUnit.receive(.browseResponse(BrowseResponse(requestID: id, status: .success, totalCount: 5, items: five)), now: t0)
         #expect(headUnit.tabs.isEmpty)
         #expect(events.contains { if case .event(.browseFailed("", .exceedsLimits, _)) = $0 { true } else { false } })
@@ -194,7 +197,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         _ = phone.receive(.limits(HeadUnitLimits(maximumImageRowImages: 2)), now: t0)
         let token = loads(phone.receive(.browseRequest(requestID: 4, containerID: "library", offset: 0, count: 10), now: t0))[0].0
         let (result, _) = SampleApp().load(.children(containerID: "library", offset: 0, count: 10), now: t0)
-        guard case .browseResponse(let response)? = sent(phone.complete(token: token, with: result, now: t0)).first else { return }
+        guard case .browseResponse(let response)? = sent(phone.complete(token: token, with: result, now: t0)).first else {
+            Issue.record("no browse response to the completed load")
+            return
+        }
         #expect(response.status == .exceedsLimits)
         #expect(response.error?.contains("3 images") == true)
     }
@@ -202,7 +208,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func selectionShowsASpinnerUntilCompletedOnEveryPath() throws {
         var headUnit = HeadUnitMediaRole(requestTimeout: .seconds(2))
         _ = headUnit.connect(now: t0)
-        guard case .playItem(let id, _, _)? = sent(headUnit.select("kind-of-blue:3", now: t0)).first else { return }
+        guard case .playItem(let id, _, _)? = sent(headUnit.select("kind-of-blue:3", now: t0)).first else {
+            Issue.record("selecting a playable row sent no play request")
+            return
+        }
         #expect(headUnit.selecting == "kind-of-blue:3")
         _ = headUnit.receive(.requestStatus(requestID: id, .noSuchContent, error: "gone"), now: at(10))
         #expect(headUnit.selecting == nil)
@@ -216,7 +225,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func aFailedLoadCanBeRetried() throws {
         var headUnit = HeadUnitMediaRole()
         _ = headUnit.connect(now: t0)
-        guard case .browseRequest(let id, _, _, _)? = sent(headUnit.open("podcasts", now: t0)).first else { return }
+        guard case .browseRequest(let id, _, _, _)? = sent(headUnit.open("podcasts", now: t0)).first else {
+            Issue.record("opening a container sent no browse request")
+            return
+        }
         _ = headUnit.receive(.browseResponse(BrowseResponse(requestID: id, status: .commandFailed, error: "offline")), now: at(1))
         #expect(headUnit.containers["podcasts"]?.failure == "offline")
         #expect(headUnit.containers["podcasts"]?.loading == false)
@@ -247,12 +259,18 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
                                   durationMilliseconds: 300_000, artworkTransferID: 4, elapsedMilliseconds: 1234, playbackRate: 1.5,
                                   defaultPlaybackRate: 1.5, queueIndex: 2, queueCount: 9, state: .interrupted, repeatMode: .one,
                                   shuffleMode: .collections, appName: "App")
-        guard case .nowPlayingUpdate(let update) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: info))) else { return }
+        guard case .nowPlayingUpdate(let update) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: info))) else {
+            Issue.record("the now-playing update did not decode as one")
+            return
+        }
         #expect(update.applied(to: NowPlayingInfo()) == info)
         for state in [NowPlayingInfo.PlaybackState.unknown, .playing, .paused, .stopped, .interrupted] {
             var copy = info
             copy.state = state
-            guard case .nowPlayingUpdate(let back) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: copy))) else { return }
+            guard case .nowPlayingUpdate(let back) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: copy))) else {
+                Issue.record("the now-playing update for \(state) did not decode as one")
+                return
+            }
             #expect(back.applied(to: NowPlayingInfo()).state == state)
         }
     }
@@ -308,7 +326,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         let app = SampleApp()
         app.setTime(t0)
         _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
-        guard case .queue(let items, let total, let current) = app.load(.queue(offset: 0, count: 20), now: t0).0 else { return }
+        guard case .queue(let items, let total, let current) = app.load(.queue(offset: 0, count: 20), now: t0).0 else {
+            Issue.record("the app did not answer a queue load with a queue")
+            return
+        }
         #expect(total == 6 && current == 0)
         #expect(items.last?.id == "interlude")
         #expect(app.library.track("interlude")?.inBrowseTree == false)
@@ -317,7 +338,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func theAppNameIsShown() throws {
         var phone = makePhone()
         _ = phone.connect(now: t0)
-        guard case .nowPlayingUpdate(let update) = try wire(sent(phone.receive(.startNowPlayingUpdates, now: t0))[0]) else { return }
+        guard case .nowPlayingUpdate(let update) = try wire(sent(phone.receive(.startNowPlayingUpdates, now: t0))[0]) else {
+            Issue.record("subscribing sent no now-playing update first")
+            return
+        }
         #expect(update.applied(to: NowPlayingInfo()).appName == "iap-devkit Music")
     }
 }
@@ -415,7 +439,10 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func headUnitCommandsTimeOutAndSayStatus() {
         var headUnit = HeadUnitMediaRole(requestTimeout: .seconds(1))
         _ = headUnit.connect(now: t0)
-        guard case .remoteCommand(let id, _)? = sent(headUnit.send(.nextTrack, now: t0)).first else { return }
+        guard case .remoteCommand(let id, _)? = sent(headUnit.send(.nextTrack, now: t0)).first else {
+            Issue.record("a command sent no remote-command message")
+            return
+        }
         #expect(headUnit.receive(.requestStatus(requestID: id, .deviceNotFound, error: nil), now: at(5)) == [.event(.commandStatus(.nextTrack, .deviceNotFound))])
         _ = headUnit.send(.play, now: at(10))
         #expect(headUnit.tick(now: at(1010)) == [.event(.commandStatus(.play, .timedOut))])
@@ -426,13 +453,19 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func aTitleDoesNotOutliveItsTrack() throws {
         var model = NowPlayingModel()
         model.apply(NowPlayingUpdate(full: NowPlayingInfo(title: "Old", durationMilliseconds: 1000, state: .playing)), at: t0)
-        guard case .nowPlayingUpdate(let stopped) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: NowPlayingInfo(state: .stopped)))) else { return }
+        guard case .nowPlayingUpdate(let stopped) = try wire(.nowPlayingUpdate(NowPlayingUpdate(full: NowPlayingInfo(state: .stopped)))) else {
+            Issue.record("the stopped update did not decode as one")
+            return
+        }
         model.apply(stopped, at: at(1))
         #expect(model.info.title == nil && model.info.durationMilliseconds == nil)
         // A playback-only update keeps the item.
         model.apply(NowPlayingUpdate(full: NowPlayingInfo(title: "New", state: .playing)), at: at(2))
         let playbackOnly = ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [try .group(1, [.uint8(0, 2)])])
-        guard case .nowPlayingUpdate(let paused)? = try MediaMessage(playbackOnly) else { return }
+        guard case .nowPlayingUpdate(let paused)? = try MediaMessage(playbackOnly) else {
+            Issue.record("the playback-only update did not decode as one")
+            return
+        }
         model.apply(paused, at: at(3))
         #expect(model.info.title == "New" && model.info.state == .paused)
     }

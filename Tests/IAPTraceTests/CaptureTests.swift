@@ -107,7 +107,10 @@ import IAPWire
         let (events, _) = try decodeTrace(cut)
         #expect(events.contains { $0.kind == "message" })
         let last = try #require(events.last { $0.kind == "skipped" })
-        guard case .skipped(let info) = last.body else { return }
+        guard case .skipped(let info) = last.body else {
+            Issue.record("expected the last skipped event to be skipped, got \(last.body)")
+            return
+        }
         #expect(info.reason == "truncated")
     }
 

@@ -165,3 +165,36 @@ import Testing
         ])
     }
 }
+
+@Suite struct ControlMessageDecoderPendingTests {
+    @Test func pendingMessageIsVisibleAndCanBeAbandoned() throws {
+        var decoder = ControlMessageDecoder()
+        let good = try ControlMessage(id: 0x1D02).encoded()
+        decoder.append([0x40, 0x40, 0x00, 0x64, 0x50, 0x01, 0xAA] + good)
+        #expect(decoder.next() == nil)
+        #expect(decoder.pendingMessage == .init(offset: 0, id: 0x5001, held: 13, expected: 100))
+        decoder.abandonPendingMessage()
+        var events: [ControlMessageDecoder.Event] = []
+        while let event = decoder.next() { events.append(event) }
+        #expect(events == [
+            .skipped(.init(offset: 0, count: 7, reason: .truncated)),
+            .message(ControlMessage(id: 0x1D02), offset: 7),
+        ])
+        #expect(decoder.pendingMessage == nil)
+    }
+
+    @Test func oversizedHeaderIsReportedWithItsId() throws {
+        var decoder = ControlMessageDecoder(maximumMessageLength: 32)
+        let good = try ControlMessage(id: 0x1D02).encoded()
+        decoder.append([0x01, 0x40, 0x40, 0x00, 0x40, 0x50, 0x01] + good)
+        var events: [ControlMessageDecoder.Event] = []
+        while let event = decoder.next() { events.append(event) }
+        #expect(events == [
+            .skipped(.init(offset: 0, count: 1, reason: .garbage)),
+            .oversized(id: 0x5001, offset: 1, length: 64, held: 12),
+            .skipped(.init(offset: 1, count: 1, reason: .badLength)),
+            .skipped(.init(offset: 2, count: 5, reason: .garbage)),
+            .message(ControlMessage(id: 0x1D02), offset: 7),
+        ])
+    }
+}
