@@ -56,7 +56,7 @@ public enum DemoDrive {
         if !sim.connect() { failed.append("connect") }
         step("now playing screen configured") { $0.headUnit.nowPlaying.updates > 0 }
 
-        sim.headUnitDoes("browse the root") { $0.openRoot(now: $1) }
+        // The head unit opens the root by itself once the phone says it has a content tree.
         step("tabs") { !$0.headUnit.tabs.isEmpty }
         sim.headUnitDoes("open Library") { $0.open("library", now: $1) }
         step("library") { $0.headUnit.containers["library"]?.isComplete == true }

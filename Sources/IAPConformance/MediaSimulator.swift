@@ -1,11 +1,14 @@
 import IAPLink
 import IAPRoles
+import IAPSession
 import IAPTransport
 import IAPWire
 
-/// The phone role (with the sample app) and the head-unit role over a
-/// simulated link in virtual time: the whole media protocol end to end,
-/// deterministic for a seed, with any faults on the wire.
+/// A phone and a head-unit connection core over a simulated link in
+/// virtual time: the whole session end to end (authentication,
+/// identification, media), deterministic for a seed, with any faults on
+/// the wire. A thin driver: the session is `IAPSession.Connection`, the edge
+/// `VirtualTimeEdge`.
 public struct MediaSimulator: Sendable {
     public struct Line: Hashable, Sendable {
         public var time: LinkInstant
@@ -14,35 +17,31 @@ public struct MediaSimulator: Sendable {
     }
 
     public var link: LinkSimulator
-    public private(set) var phone: PhoneMediaRole
-    public private(set) var headUnit: HeadUnitMediaRole
-    public let app: SampleApp
+    public private(set) var phoneConnection: Connection
+    public private(set) var headUnitConnection: Connection
+    public var edge: VirtualTimeEdge
+    public var app: SampleApp { edge.app }
     public private(set) var transcript: [Line] = []
     /// Head-unit events in order, for checks.
     public private(set) var headUnitEvents: [HeadUnitMediaRole.Event] = []
+    /// Every session event of each end, in order.
+    public private(set) var phoneSessionEvents: [Connection.Event] = []
+    public private(set) var headUnitSessionEvents: [Connection.Event] = []
+    /// Media connections the phone opened (identified) and closed.
     public private(set) var connections = 0
     public private(set) var disconnections = 0
     /// Files the head unit received over the file-transfer session, by transfer id.
     public private(set) var transfers: [UInt8: [UInt8]] = [:]
-    private var fileSenders: [UInt8: FileTransferSender] = [:]
-    private var fileReceiver = FileTransferReceiver()
-    private var datagramsSeen: [LinkRole: Int] = [.accessory: 0, .device: 0]
-    private let fileSession: UInt8 = 2
 
-    private var channels: [LinkRole: ControlChannel] = [.accessory: ControlChannel(), .device: ControlChannel()]
-    private var consumed: [LinkRole: Int] = [.accessory: 0, .device: 0]
     private var seenRecords = 0
-    private var loads: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
-    private var up: [LinkRole: Bool] = [.accessory: false, .device: false]
-    private let controlSession: UInt8 = 1
+    private var seenDeliveries: [LinkRole: [UInt8: Int]] = [:]
 
     public init(app: SampleApp = SampleApp(), feedback: Bool = false, faults: WireFaults = .none, seed: UInt64 = 1,
-                limits: HeadUnitLimits = .audioApps) {
-        self.app = app
-        var commands = app.commandCenter()
-        if feedback { app.registerFeedback(&commands) }
-        phone = PhoneMediaRole(appName: app.appName, commands: commands, offersContent: true)
-        headUnit = HeadUnitMediaRole(limits: limits)
+                limits: HeadUnitLimits = .audioApps, phone: Connection.Configuration = .init(role: .phone),
+                headUnit: Connection.Configuration = .init(role: .headUnit)) {
+        edge = VirtualTimeEdge(app: app)
+        phoneConnection = edge.phoneConnection(phone, feedback: feedback)
+        headUnitConnection = Connection(headUnit, headUnit: HeadUnitMediaRole(limits: limits))
         var parameters = LinkParameters(maximumPacketLength: 1024, retransmitTimeout: .milliseconds(300),
                                         cumulativeAckTimeout: .milliseconds(30), maximumRetransmissions: 30)
         parameters.maximumOutstandingPackets = 8
@@ -54,9 +53,11 @@ public struct MediaSimulator: Sendable {
     }
 
     public var now: LinkInstant { link.now }
+    public var phone: PhoneMediaRole { phoneConnection.phone }
+    public var headUnit: HeadUnitMediaRole { headUnitConnection.headUnit }
 
-    /// Rounds of `run` allowed without virtual time advancing (a role timer
-    /// that fires without moving on would otherwise spin forever).
+    /// Rounds of `run` allowed without virtual time advancing (a session
+    /// timer that fires without moving on would otherwise spin forever).
     public var roundsPerInstantBudget = 100_000
     private var mediaBudgetFailure: String?
 
@@ -67,8 +68,8 @@ public struct MediaSimulator: Sendable {
         transcript.append(Line(time: link.now, who: who, text: text))
     }
 
-    /// Plugs in (the first time: starts the link) and runs until both roles
-    /// are connected.
+    /// Plugs in (the first time: starts the link) and runs until both ends
+    /// are identified and the head unit knows the app.
     @discardableResult
     public mutating func connect(within limit: Duration = .seconds(60)) -> Bool {
         if link.records.isEmpty && link.wireLog.isEmpty { link.start() } else { link.plug() }
@@ -85,20 +86,20 @@ public struct MediaSimulator: Sendable {
     /// A head-unit action, run now; its messages go out at once.
     public mutating func headUnitDoes(_ what: String, _ action: (inout HeadUnitMediaRole, LinkInstant) -> [HeadUnitMediaRole.Output]) {
         note("head unit", what)
-        let outputs = action(&headUnit, link.now)
-        dispatchHeadUnit(outputs)
+        let outputs = headUnitConnection.headUnitDoes(now: link.now, action)
+        serve(outputs, at: .accessory)
     }
 
     /// A change on the phone side (the app updating its command set, say).
     public mutating func phoneDoes(_ what: String, _ action: (inout PhoneMediaRole, SampleApp, LinkInstant) -> [PhoneMediaRole.Output]) {
         note("phone", what)
         app.setTime(link.now)
-        let outputs = action(&phone, app, link.now)
-        dispatchPhone(outputs)
-        syncNowPlaying()
+        let app = self.app
+        let outputs = phoneConnection.phoneDoes(now: link.now) { phone, now in action(&phone, app, now) }
+        serve(outputs, at: .device)
     }
 
-    /// Advances virtual time, moving messages between the roles, until
+    /// Advances virtual time, moving bytes between the two ends, until
     /// `limit` has passed or `done` holds. Returns whether `done` held.
     @discardableResult
     public mutating func run(for limit: Duration, until done: (MediaSimulator) -> Bool = { _ in false }) -> Bool {
@@ -115,201 +116,105 @@ public struct MediaSimulator: Sendable {
             rounds += 1
             if rounds > roundsPerInstantBudget {
                 mediaBudgetFailure = "virtual time stopped at \(link.now.nanoseconds / 1_000_000) ms: \(roundsPerInstantBudget) rounds without it advancing"
-                    + " (phone deadline \(phone.nextDeadline.map { "\($0)" } ?? "none"), head-unit deadline \(headUnit.nextDeadline.map { "\($0)" } ?? "none"))"
+                    + " (phone deadline \(phoneConnection.nextDeadline.map { "\($0)" } ?? "none"), head-unit deadline \(headUnitConnection.nextDeadline.map { "\($0)" } ?? "none"))"
                 note("simulator", mediaBudgetFailure ?? "")
                 return false
             }
             var step = link.now + .milliseconds(1)
-            for deadline in [phone.nextDeadline, headUnit.nextDeadline, loads.map(\.at).min()].compactMap({ $0 }) where deadline < step {
+            for deadline in [phoneConnection.nextDeadline, headUnitConnection.nextDeadline].compactMap({ $0 }) where deadline < step {
                 step = max(deadline, link.now)
             }
             link.run(until: min(step, end))
             processLink()
-            completeLoads()
-            if let deadline = phone.nextDeadline, deadline <= link.now { dispatchPhone(phone.tick(now: link.now)) }
-            if let deadline = headUnit.nextDeadline, deadline <= link.now { dispatchHeadUnit(headUnit.tick(now: link.now)) }
+            if let deadline = phoneConnection.nextDeadline, deadline <= link.now { serve(phoneConnection.tick(now: link.now), at: .device) }
+            if let deadline = headUnitConnection.nextDeadline, deadline <= link.now { serve(headUnitConnection.tick(now: link.now), at: .accessory) }
         }
         return done(self)
     }
 
     // MARK: Plumbing
 
+    /// Link events and delivered bytes since the last look, handed to the cores.
     private mutating func processLink() {
-        // Link events: connect and disconnect the roles exactly once each.
         let records = link.records
         while seenRecords < records.count {
             let record = records[seenRecords]
             seenRecords += 1
             switch record.event {
-            case .up:
-                up[record.role] = true
-                if record.role == .device {
-                    connections += 1
-                    note("phone", "connected (connection \(connections))")
-                    app.setTime(link.now)
-                    dispatchPhone(phone.connect(now: link.now))
-                    syncNowPlaying()
-                } else {
-                    dispatchHeadUnit(headUnit.connect(now: link.now))
-                }
+            case .up(let negotiated):
+                serve(record.role == .device ? phoneConnection.linkUp(negotiated, now: link.now) : headUnitConnection.linkUp(negotiated, now: link.now),
+                      at: record.role)
             case .down(let reason):
-                up[record.role] = false
+                note(record.role == .device ? "phone" : "head unit", "link down: \(reason)")
                 // Whatever this connection left half-delivered is stale for the next.
-                channels[record.role] = ControlChannel()
-                consumed[record.role] = link.deliveredBytes(to: record.role, session: controlSession).count
-                if record.role == .device {
-                    disconnections += 1
-                    note("phone", "disconnected: \(reason)")
-                    let outputs = phone.disconnect(now: link.now)
-                    if outputs.contains(.pausePlayback) { app.pause(at: link.now) }
-                    dispatchPhone(outputs.filter { $0 != .pausePlayback })
-                    loads.removeAll()
-                    fileSenders.removeAll()
-                } else {
-                    note("head unit", "disconnected: \(reason)")
-                    headUnit.disconnect()
-                    fileReceiver = FileTransferReceiver()
-                }
+                skipDeliveries(of: record.role)
+                serve(record.role == .device ? phoneConnection.linkDown(now: link.now) : headUnitConnection.linkDown(now: link.now), at: record.role)
             default:
                 break
             }
         }
-        for role in [LinkRole.device, .accessory] where up[role] == true {
-            let delivered = link.deliveredBytes(to: role, session: controlSession)
-            let start = consumed[role] ?? 0
-            guard delivered.count > start else { continue }
-            consumed[role] = delivered.count
-            let (inputs, replies) = channels[role, default: ControlChannel()].receive(Array(delivered[start...]))
-            for reply in replies { sendControl(reply, from: role) }
-            for input in inputs {
-                switch input {
-                case .problem(let problem):
-                    note(role == .device ? "phone" : "head unit", "control session: \(problem)")
-                case .message(let message):
-                    receive(message, at: role)
-                }
-            }
-        }
         for role in [LinkRole.device, .accessory] {
-            let datagrams = link.deliveredDatagrams(to: role, session: fileSession)
-            let seen = datagramsSeen[role] ?? 0
-            guard datagrams.count > seen else { continue }
-            datagramsSeen[role] = datagrams.count
-            guard up[role] == true else { continue }
-            for bytes in datagrams[seen...] { fileDatagram(bytes, at: role) }
-        }
-    }
-
-    /// The file-transfer session: the phone sends, the head unit receives.
-    private mutating func fileDatagram(_ bytes: [UInt8], at role: LinkRole) {
-        let who = role == .device ? "phone" : "head unit"
-        do {
-            let datagram = try FileTransferDatagram(decoding: bytes)
-            if role == .device {
-                guard var sender = fileSenders[datagram.transferID] else { return note(who, "file-transfer datagram for unknown transfer \(datagram.transferID)") }
-                let output = try sender.handle(.received(datagram))
-                fileSenders[datagram.transferID] = sender
-                for outgoing in output.datagrams { try? link.send(outgoing.encoded(), session: fileSession, from: .device) }
-                if case .finished = output.state { fileSenders[datagram.transferID] = nil }
-            } else {
-                for output in try fileReceiver.receive(datagram) {
-                    switch output {
-                    case .send(let answer): try? link.send(answer.encoded(), session: fileSession, from: .accessory)
-                    case .completed(let id, let file, _):
-                        transfers[id] = file
-                        note(who, "file transfer \(id): \(file.count) bytes received")
-                    case .cancelled(let id, let reason): note(who, "file transfer \(id) cancelled: \(reason)")
-                    case .paused: break
-                    }
+            let isUp = role == .device ? link.device.isUp : link.accessory.isUp
+            let deliveries = link.deliveries[role] ?? [:]
+            for session in deliveries.keys.sorted() {
+                let datagrams = deliveries[session] ?? []
+                let seen = seenDeliveries[role]?[session] ?? 0
+                guard datagrams.count > seen else { continue }
+                seenDeliveries[role, default: [:]][session] = datagrams.count
+                guard isUp else { continue }
+                for bytes in datagrams[seen...] {
+                    serve(role == .device ? phoneConnection.received(session: session, bytes, now: link.now)
+                                          : headUnitConnection.received(session: session, bytes, now: link.now), at: role)
                 }
             }
-        } catch {
-            note(who, "file-transfer session: \(error)")
         }
     }
 
-    private mutating func receive(_ message: ControlMessage, at role: LinkRole) {
-        let typed: MediaMessage?
-        do {
-            typed = try MediaMessage(message)
-        } catch {
-            note(role == .device ? "phone" : "head unit", "malformed \(MessageCatalog.name(of: message.id) ?? "message"): \(error.detail)")
-            return
-        }
-        guard let typed else { return }
+    private mutating func skipDeliveries(of role: LinkRole) {
+        for (session, datagrams) in link.deliveries[role] ?? [:] { seenDeliveries[role, default: [:]][session] = datagrams.count }
+    }
+
+    /// A core's outputs: bytes onto the simulated link, events into the
+    /// transcript, the edge's answers back into the core.
+    private mutating func serve(_ outputs: [Connection.Output], at role: LinkRole) {
+        var sends: [(UInt8, [UInt8])] = []
+        var events: [Connection.Event] = []
         if role == .device {
-            app.setTime(link.now)
-            let outputs = phone.receive(typed, now: link.now)
-            dispatchPhone(outputs)
-            syncNowPlaying()
+            edge.serve(outputs, &phoneConnection, now: link.now, send: { sends.append(($0, $1)) }, event: { events.append($0) })
         } else {
-            dispatchHeadUnit(headUnit.receive(typed, now: link.now))
+            edge.serve(outputs, &headUnitConnection, now: link.now, send: { sends.append(($0, $1)) }, event: { events.append($0) })
         }
-    }
-
-    private mutating func completeLoads() {
-        let due = loads.filter { $0.at <= link.now }
-        loads.removeAll { $0.at <= link.now }
-        for load in due {
-            app.setTime(link.now)
-            dispatchPhone(phone.complete(token: load.token, with: load.result, now: link.now))
-            syncNowPlaying()
-        }
-    }
-
-    /// The app's state may have changed: the now-playing center decides
-    /// whether that is worth an update.
-    private mutating func syncNowPlaying() {
-        guard phone.isConnected else { return }
-        dispatchPhone(phone.setNowPlaying(app.nowPlaying(at: link.now), now: link.now))
-    }
-
-    private mutating func dispatchPhone(_ outputs: [PhoneMediaRole.Output]) {
-        for output in outputs {
-            switch output {
-            case .send(let message): sendControl(message.controlMessage, from: .device)
-            case .load(let token, let request):
-                app.setTime(link.now)
-                let (result, delay) = app.load(request, now: link.now)
-                loads.append((link.now + delay, token, result))
-            case .transferFile(let id, let bytes):
-                guard let payload = link.device.negotiated?.maximumPayload else { continue }
-                do {
-                    var sender = try FileTransferSender(transferID: id, file: bytes, maximumDataPerDatagram: payload - FileTransferSender.datagramHeaderSize)
-                    let setup = try sender.start()
-                    fileSenders[id] = sender
-                    try link.send(setup.encoded(), session: fileSession, from: .device)
-                } catch {
-                    note("phone", "file transfer \(id) failed to start: \(error)")
-                }
-            case .pausePlayback: app.pause(at: link.now)
-            case .connected, .disconnected: break
-            case .log(let text): note("phone", text)
+        let who = role == .device ? "phone" : "head unit"
+        for event in events { record(event, who: who, role: role) }
+        for (session, bytes) in sends {
+            do {
+                try link.send(bytes, session: session, from: role)
+            } catch {
+                note(who, "cannot send \(bytes.count) bytes on session \(session): \(error)")
             }
         }
     }
 
-    private mutating func dispatchHeadUnit(_ outputs: [HeadUnitMediaRole.Output]) {
-        for output in outputs {
-            switch output {
-            case .send(let message): sendControl(message.controlMessage, from: .accessory)
-            case .event(let event):
-                headUnitEvents.append(event)
-                note("head unit", MediaEventText.describe(event, headUnit: headUnit, now: link.now))
+    private mutating func record(_ event: Connection.Event, who: String, role: LinkRole) {
+        if role == .device { phoneSessionEvents.append(event) } else { headUnitSessionEvents.append(event) }
+        switch event {
+        case .stage(let stage):
+            note(who, stage.description)
+            if role == .device, case .identified = stage {
+                connections += 1
+                note(who, "connected (connection \(connections))")
             }
+            if role == .device, stage == .disconnected, connections > disconnections {
+                disconnections += 1
+            }
+        case .accessoryCertificate: break // the core logs it with its summary
+        case .media(let media):
+            headUnitEvents.append(media)
+            note(who, MediaEventText.describe(media, headUnit: headUnit, now: link.now))
+        case .fileReceived(let id, let bytes): transfers[id] = bytes
+        case .unhandled(let message): note(who, "received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))")")
+        case .log(let line): note(who, line)
+        case .problem(let problem): note(who, "problem: \(problem)")
         }
     }
-
-    private mutating func sendControl(_ message: ControlMessage, from role: LinkRole) {
-        guard let bytes = try? message.encoded() else {
-            note(role == .device ? "phone" : "head unit", "cannot encode \(MessageCatalog.name(of: message.id) ?? "a message"): too large")
-            return
-        }
-        do {
-            try link.send(bytes, session: controlSession, from: role)
-        } catch {
-            note(role == .device ? "phone" : "head unit", "cannot send \(MessageCatalog.name(of: message.id) ?? "a message"): \(error)")
-        }
-    }
-
 }

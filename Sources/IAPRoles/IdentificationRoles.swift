@@ -30,7 +30,7 @@ public struct PhoneIdentificationRole: Sendable {
     public mutating func linkUp() -> [RoleOutput] {
         state = .awaitingIdentification
         subscription = nil
-        return [.send(ControlMessage(id: MessageID.startIdentification)), .log("link up: sent StartIdentification")]
+        return [.send(ControlMessage(id: MessageID.startIdentification)), .log("sent StartIdentification")]
     }
 
     /// The accessory may close the connection at any moment: forget it.
