@@ -280,7 +280,9 @@ test_filter_for() {
         IAPConformance) echo 'IAPLinkTests' ;;
         IAPEndpoint) echo 'IAPEndpointTests' ;;
         IAPUSB) echo 'IAPUSBTests' ;;
-        IAPRoles) echo 'IAPRolesTests|IAPEndpointTests|IAPLinkTests' ;;
+        IAPAuthentication) echo 'IAPAuthenticationTests|IAPLinkTests' ;;
+        IAPSession) echo 'IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests' ;;
+        IAPRoles) echo 'IAPRolesTests|IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests' ;;
         IAPTransport) echo 'IAPTransportTests|IAPLinkTests|IAPEndpointTests|IAPUSBTests|IAPHotplugTests' ;;
         *) echo '' ;;   # IAPWire, IAPLink and anything else: every target
     esac
