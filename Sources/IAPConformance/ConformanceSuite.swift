@@ -27,9 +27,10 @@ public struct ConformanceCase: Sendable {
     public func run(seed: UInt64, stepBudget: Int = LinkSimulator.maximumSteps) -> ConformanceResult {
         var scenario = Scenario(seed: seed, stepBudget: stepBudget)
         body(&scenario)
-        if let failure = scenario.simulation.budgetFailure { scenario.failures.append(failure) }
+        if let failure = scenario.session?.budgetFailure ?? scenario.simulation.budgetFailure { scenario.failures.append(failure) }
+        let now = scenario.session?.now ?? scenario.simulation.now
         return ConformanceResult(name: name, seed: seed, failures: scenario.failures, summary: scenario.notes.joined(separator: "; "),
-                                 milliseconds: Int(scenario.simulation.now.nanoseconds / 1_000_000))
+                                 milliseconds: Int(now.nanoseconds / 1_000_000))
     }
 }
 
@@ -37,6 +38,8 @@ public struct ConformanceCase: Sendable {
 struct Scenario: Sendable {
     let seed: UInt64
     var simulation: LinkSimulator
+    /// Session-level cases run the whole session over their own simulated link.
+    var session: MediaSimulator?
     var failures: [String] = []
     var notes: [String] = []
 

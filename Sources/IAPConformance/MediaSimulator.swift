@@ -33,8 +33,15 @@ public struct MediaSimulator: Sendable {
     /// Files the head unit received over the file-transfer session, by transfer id.
     public private(set) var transfers: [UInt8: [UInt8]] = [:]
 
+    /// Control messages an end never sends, by id: a peer that leaves a
+    /// step out, for conformance cases.
+    public var withheld: [LinkRole: Set<UInt16>] = [:]
+    /// Control message ids each end sent, in order (withheld ones left out).
+    public private(set) var sentMessageIDs: [LinkRole: [UInt16]] = [:]
+
     private var seenRecords = 0
     private var seenDeliveries: [LinkRole: [UInt8: Int]] = [:]
+    private var sentDecoders: [LinkRole: ControlMessageDecoder] = [:]
 
     public init(app: SampleApp = SampleApp(), feedback: Bool = false, faults: WireFaults = .none, seed: UInt64 = 1,
                 limits: HeadUnitLimits = .audioApps, phone: Connection.Configuration = .init(role: .phone),
@@ -97,6 +104,14 @@ public struct MediaSimulator: Sendable {
         let app = self.app
         let outputs = phoneConnection.phoneDoes(now: link.now) { phone, now in action(&phone, app, now) }
         serve(outputs, at: .device)
+    }
+
+    /// A message from an end behind its core's back, as a peer that does
+    /// not follow the rules would send it.
+    public mutating func inject(_ message: ControlMessage, from role: LinkRole) {
+        note(role == .device ? "phone" : "head unit", "sends \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))") behind its core's back")
+        guard let bytes = try? message.encoded() else { return }
+        sendControl(bytes, from: role)
     }
 
     /// Advances virtual time, moving bytes between the two ends, until
@@ -187,11 +202,38 @@ public struct MediaSimulator: Sendable {
         let who = role == .device ? "phone" : "head unit"
         for event in events { record(event, who: who, role: role) }
         for (session, bytes) in sends {
-            do {
-                try link.send(bytes, session: session, from: role)
-            } catch {
-                note(who, "cannot send \(bytes.count) bytes on session \(session): \(error)")
+            if session == controlSession(role) {
+                sendControl(bytes, from: role)
+            } else {
+                send(bytes, session: session, from: role)
             }
+        }
+    }
+
+    private func controlSession(_ role: LinkRole) -> UInt8? {
+        (role == .device ? link.device.negotiated : link.accessory.negotiated)?.sessions.first { $0.type == .control }?.id
+    }
+
+    /// Control-session bytes: recorded as message ids, withheld ones dropped.
+    private mutating func sendControl(_ bytes: [UInt8], from role: LinkRole) {
+        guard let session = controlSession(role) else { return }
+        var decoder = sentDecoders[role] ?? ControlMessageDecoder()
+        decoder.append(bytes)
+        var ids: [UInt16] = []
+        while let event = decoder.next() {
+            if case .message(let message, _) = event { ids.append(message.id) }
+        }
+        sentDecoders[role] = decoder
+        if let id = ids.first, withheld[role]?.contains(id) == true { return }
+        sentMessageIDs[role, default: []] += ids
+        send(bytes, session: session, from: role)
+    }
+
+    private mutating func send(_ bytes: [UInt8], session: UInt8, from role: LinkRole) {
+        do {
+            try link.send(bytes, session: session, from: role)
+        } catch {
+            note(role == .device ? "phone" : "head unit", "cannot send \(bytes.count) bytes on session \(session): \(error)")
         }
     }
 
