@@ -177,11 +177,13 @@ public struct MediaSimulator: Sendable {
         for role in [LinkRole.device, .accessory] where up[role] == true {
             let delivered = link.deliveredBytes(to: role, session: controlSession)
             let start = consumed[role] ?? 0
-            guard delivered.count > start else { continue }
             consumed[role] = delivered.count
-            let (inputs, replies) = channels[role, default: ControlChannel()].receive(Array(delivered[start...]))
-            for reply in replies { sendControl(reply, from: role) }
-            for input in inputs {
+            // With the time, so that a message started and never finished is given up.
+            let output = delivered.count > start
+                ? channels[role, default: ControlChannel()].receive(Array(delivered[start...]), now: link.now)
+                : channels[role, default: ControlChannel()].expire(now: link.now)
+            for reply in output.replies { sendControl(reply, from: role) }
+            for input in output.inputs {
                 switch input {
                 case .problem(let problem):
                     note(role == .device ? "phone" : "head unit", "control session: \(problem)")
