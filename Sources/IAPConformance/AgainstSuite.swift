@@ -18,11 +18,17 @@ public struct AgainstSuite: Sendable {
     ]
 
     public let transport: Transport
+    /// How long to wait for each answer (a ping's, say).
     public let timeout: Duration
+    /// How long to wait for the link to come up (at the start and after the
+    /// RST); `timeout` unless given. Waits end as soon as the link is up, so
+    /// a generous bound costs nothing when the peer is quick.
+    public let linkTimeout: Duration
 
-    public init(transport: Transport, timeout: Duration = .seconds(10)) {
+    public init(transport: Transport, timeout: Duration = .seconds(10), linkTimeout: Duration? = nil) {
         self.transport = transport
         self.timeout = timeout
+        self.linkTimeout = linkTimeout ?? timeout
     }
 
     /// Runs every case; `report` gets each result as it is known.
@@ -45,7 +51,7 @@ public struct AgainstSuite: Sendable {
             finish("garbage-before-syn", ["cannot open the transport: \(error)"], "")
             return results
         }
-        let up = await probe.waitUp(timeout)
+        let up = await probe.waitUp(linkTimeout)
         finish("garbage-before-syn", up ? [] : ["the link did not come up after 300 stale bytes"], up ? "link up after stale bytes" : "")
         guard up, let link = probe.driver.negotiated else {
             finish("detect", ["no link: \(probe.failureText)"], "")
@@ -109,7 +115,7 @@ public struct AgainstSuite: Sendable {
         probe.driver.injectRaw((try? LinkPacket(control: .rst).encoded()) ?? [])
         try? await Task.sleep(for: .milliseconds(200))
         probe.driver.restart()
-        let again = await probe.waitUp(timeout, count: 2)
+        let again = await probe.waitUp(linkTimeout, count: 2)
         let afterReset = again ? await probe.ping(sequence: 400, size: 16, timeout: timeout) : false
         finish("rst-mid-stream", again && afterReset ? [] : [again ? "no ping answer after re-synchronising" : "the link did not come up again after RST"],
                again ? "re-synchronised after RST" : "")

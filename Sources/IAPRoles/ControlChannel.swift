@@ -160,7 +160,9 @@ public struct ControlChannel: Sendable {
                 }
             case .malformed(let id, _, let length, let error):
                 output.inputs.append(.problem("malformed message 0x\(String(id, radix: 16, uppercase: true)) (\(length) bytes): \(error.detail)"))
-            case .oversized(let id, _, let length, let held):
+            case .oversized(let id, _, let length):
+                // The decoder stops at the oversized header when it reports it.
+                let held = min(decoder.bufferedByteCount, length)
                 let incomplete = IncompleteMessage(id: id, held: held, expected: length, reason: .overBound(maximum: maximumMessageLength))
                 output.incomplete.append(incomplete)
                 output.inputs.append(.problem(incomplete.description))

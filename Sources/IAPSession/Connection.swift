@@ -139,7 +139,7 @@ public struct Connection: Sendable {
     /// When `tick` is next due, if ever.
     public var nextDeadline: LinkInstant? {
         let candidates: [LinkInstant?] = [
-            deviceAuthentication.deadline, identificationDeadline, stallDeadline, completions.map(\.at).min(),
+            channel.deadline, deviceAuthentication.deadline, identificationDeadline, stallDeadline, completions.map(\.at).min(),
             isMediaConnected ? phone.nextDeadline : nil, isMediaConnected ? headUnit.nextDeadline : nil,
         ]
         return candidates.compactMap { $0 }.min()
@@ -204,14 +204,7 @@ public struct Connection: Sendable {
     /// Bytes delivered in order on a link session.
     public mutating func received(session: UInt8, _ bytes: [UInt8], now: LinkInstant) -> [Output] {
         if session == controlSession {
-            let (inputs, replies) = channel.receive(bytes)
-            for reply in replies { sendMessage(reply) }
-            for input in inputs {
-                switch input {
-                case .problem(let problem): emit(.problem("control session: \(problem)"))
-                case .message(let message): received(message, now: now)
-                }
-            }
+            controlInputs(channel.receive(bytes, now: now), now: now)
         } else if session == fileSession {
             fileDatagram(bytes, now: now)
         } else {
@@ -221,6 +214,7 @@ public struct Connection: Sendable {
     }
 
     public mutating func tick(now: LinkInstant) -> [Output] {
+        controlInputs(channel.expire(now: now), now: now)
         perform(deviceAuthentication.tick(now: now), now: now)
         if let deadline = identificationDeadline, now >= deadline {
             identificationDeadline = nil
@@ -296,6 +290,18 @@ public struct Connection: Sendable {
     }
 
     // MARK: - Messages
+
+    /// What the control channel made of the bytes: ping answers go back at
+    /// once; a message that never completes is reported and dropped.
+    private mutating func controlInputs(_ output: ControlChannel.Output, now: LinkInstant) {
+        for reply in output.replies { sendMessage(reply) }
+        for input in output.inputs {
+            switch input {
+            case .problem(let problem): emit(.problem("control session: \(problem)"))
+            case .message(let message): received(message, now: now)
+            }
+        }
+    }
 
     private mutating func received(_ message: ControlMessage, now: LinkInstant) {
         // Answers to this end's diagnostic pings, at any stage.

@@ -33,9 +33,10 @@ public struct ControlMessageDecoder: Sendable {
         case message(ControlMessage, offset: Int)
         case malformed(id: UInt16, offset: Int, length: Int, error: WireError)
         /// A header declaring more than `maximumMessageLength` bytes: it can
-        /// never be accepted. `held` is how many of its bytes had arrived.
-        /// Its bytes are then reported as skipped (`bad_length` for the first).
-        case oversized(id: UInt16, offset: Int, length: Int, held: Int)
+        /// never be accepted. Reported as soon as its header has arrived
+        /// (`bufferedByteCount` then counts from its first byte); its bytes
+        /// are then reported as skipped (`bad_length` for the first).
+        case oversized(id: UInt16, offset: Int, length: Int)
         case skipped(Skipped)
     }
 
@@ -130,7 +131,7 @@ public struct ControlMessageDecoder: Sendable {
                             return .skipped(pending)
                         }
                         oversizedReportedOffset = absolute
-                        return .oversized(id: id, offset: absolute, length: length, held: min(available, length))
+                        return .oversized(id: id, offset: absolute, length: length)
                     }
                     if length < ControlMessage.headerLength || length > maximumMessageLength {
                         skip = (1, .badLength)

@@ -191,7 +191,7 @@ import Testing
         while let event = decoder.next() { events.append(event) }
         #expect(events == [
             .skipped(.init(offset: 0, count: 1, reason: .garbage)),
-            .oversized(id: 0x5001, offset: 1, length: 64, held: 12),
+            .oversized(id: 0x5001, offset: 1, length: 64),
             .skipped(.init(offset: 1, count: 1, reason: .badLength)),
             .skipped(.init(offset: 2, count: 5, reason: .garbage)),
             .message(ControlMessage(id: 0x1D02), offset: 7),

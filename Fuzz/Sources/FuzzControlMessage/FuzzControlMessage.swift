@@ -133,6 +133,12 @@ func checkStream(_ events: [Event], input: [UInt8], maximum: Int) {
             require(UInt16(bytes[4]) << 8 | UInt16(bytes[5]) == id, "malformed id")
             require((try? ControlMessage(decoding: bytes)) == nil, "ControlMessage(decoding:) accepts a message the stream decoder called malformed (\(error))")
             cursor += ControlMessage.headerLength
+        case .oversized(let id, let offset, let length):
+            // Reported at the header; its bytes follow as skipped, so the cursor stays.
+            require(offset == cursor, "oversized at \(offset), expected \(cursor)")
+            require(length > maximum && offset + ControlMessage.headerLength <= input.count, "oversized span")
+            require(Int(input[offset + 2]) << 8 | Int(input[offset + 3]) == length, "oversized length")
+            require(UInt16(input[offset + 4]) << 8 | UInt16(input[offset + 5]) == id, "oversized id")
         case .skipped(let skip):
             require(skip.offset == cursor, "skip at \(skip.offset), expected \(cursor)")
             require(skip.count > 0, "empty skip")
