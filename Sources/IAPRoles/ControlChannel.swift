@@ -133,7 +133,8 @@ public struct ControlChannel: Sendable {
                 return
             }
             let waited = now - since.at
-            guard waited > silenceBound else { return }
+            // At the deadline itself: a caller ticking at `deadline` must see it expire.
+            guard waited >= silenceBound else { return }
             let incomplete = IncompleteMessage(id: pending.id, held: pending.held, expected: pending.expected, reason: .waited(waited))
             output.incomplete.append(incomplete)
             output.inputs.append(.problem(incomplete.description))

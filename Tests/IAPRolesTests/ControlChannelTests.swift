@@ -29,7 +29,8 @@ import IAPWire
         let second = channel.receive(next, now: Self.at(5))
         #expect(second.inputs.isEmpty)
         #expect(channel.pendingMessage?.held == 28)
-        #expect(channel.expire(now: Self.at(10)).incomplete.isEmpty, "given up before the bound")
+        #expect(channel.expire(now: Self.at(9.999)).incomplete.isEmpty, "given up before the bound")
+        // Given up at its deadline: a caller that ticks at `deadline` sees it go.
         let expired = channel.expire(now: Self.at(10.001))
         let incomplete = try #require(expired.incomplete.first)
         #expect(expired.incomplete.count == 1)
