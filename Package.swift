@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "IAPSession", dependencies: ["IAPWire", "IAPLink", "IAPRoles"]),
         // A link end with its roles over a real transport, in real time: what
         // `iapctl phone`, `head-unit` and `ping` run (and the head-unit shell).
-        .target(name: "IAPEndpoint", dependencies: ["IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire"]),
+        .target(name: "IAPEndpoint", dependencies: ["IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire", "IAPConformance"]),
         // libusb, for the USB host transport only: nothing below IAPUSB needs it.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         // The USB host transport (libusb on a dedicated event thread).
@@ -85,7 +85,7 @@ let package = Package(
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
-        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPSession", "IAPTransport", "IAPLink", "IAPWire"]),
+        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),

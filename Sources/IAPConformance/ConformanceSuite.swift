@@ -14,6 +14,14 @@ public struct ConformanceResult: Hashable, Sendable {
     /// against another implementation.
     public var milliseconds: Int
     public var passed: Bool { failures.isEmpty }
+
+    public init(name: String, seed: UInt64, failures: [String], summary: String, milliseconds: Int) {
+        self.name = name
+        self.seed = seed
+        self.failures = failures
+        self.summary = summary
+        self.milliseconds = milliseconds
+    }
 }
 
 /// A named scenario between two link ends over the simulated wire.

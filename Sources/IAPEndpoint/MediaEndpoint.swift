@@ -118,6 +118,10 @@ public final class MediaEndpoint: @unchecked Sendable {
         }
     }
 
+    /// Runs the core's timers and `stopWhen` now, for a caller waiting on
+    /// a condition while the peer is silent.
+    public func wake() { feed.yield(.tick) }
+
     /// Lines for the shell (a script on standard input, or a person).
     public func feedShell(_ line: String?) { feed.yield(.shell(line)) }
 

@@ -14,12 +14,22 @@ struct Conformance: AsyncParsableCommand {
         bandwidth limits). The same seed always gives the same run, so a failure
         can be replayed exactly with --seed and --case.
 
-        With --against TRANSPORT, the cases that make sense against another
-        implementation run in real time over a TCP connection or serial port, with
-        this project as the accessory end: stale bytes before the handshake,
-        detect, negotiation, diagnostic ping round trips, a message spanning many
-        packets, corrupted and duplicated packets, and re-synchronisation after RST.
-        (--against loopback runs them against this project's own phone end.)
+        The session cases (session-*) run the whole session between a phone and a
+        head unit: authentication, identification, then media, with one end
+        misbehaving (a tampered signature, a certificate that is no certificate, a
+        step left out, an incomplete identification, undeclared messages).
+
+        With --against TRANSPORT, the cases run in real time against another
+        implementation over TCP, a serial port or USB. --as head-unit (the default)
+        makes this project the accessory end: the link cases (stale bytes before
+        the handshake, detect, negotiation, diagnostic ping round trips, a message
+        spanning many packets, corrupted and duplicated packets, re-synchronisation
+        after RST), then, on a new connection, the device's session
+        (device-authentication, device-identification, device-media, declared
+        messages). --as phone makes this project the device end and checks an
+        accessory's session (accessory-link, -authentication with its certificate,
+        -identification, -media, -declared-messages). --against loopback runs
+        them against this project's own other end.
 
         Examples:
           iapctl conformance                      # every case, seed 1
@@ -27,6 +37,7 @@ struct Conformance: AsyncParsableCommand {
           iapctl conformance --case eak-recovery --seed 7
           iapctl conformance --json | jq 'select(.passed == false)'
           iapctl conformance --against tcp:192.0.2.10:7000
+          iapctl conformance --against tcp-listen:0.0.0.0:7000 --as phone   # check an accessory that connects
 
         The exit status is 0 when every case passed, 1 otherwise.
         """
@@ -48,7 +59,14 @@ struct Conformance: AsyncParsableCommand {
                                valueName: "transport"))
     var against: TransportSpec?
 
+    @Option(name: .customLong("as"), help: ArgumentHelp("With --against: which end this project plays, head-unit (accessory end: link and session cases) or phone (device end: session cases).",
+                                                        valueName: "head-unit|phone"))
+    var end: EndKind = .headUnit
+
+    @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
+
     func validate() throws {
+        guard end == .headUnit || end == .phone else { throw ValidationError("--as is head-unit or phone, not \(end.rawValue)") }
         for name in cases where ConformanceCase.named(name) == nil {
             throw ValidationError("no case named '\(name)'; `iapctl conformance --list` shows them")
         }
@@ -97,17 +115,13 @@ struct Conformance: AsyncParsableCommand {
 extension Conformance {
     func runAgainst(_ spec: TransportSpec) async throws {
         guard cases.isEmpty else {
-            throw ValidationError("--case selects simulated cases; with --against every real-time case runs in order (\(AgainstSuite.caseNames.joined(separator: ", ")))")
+            throw ValidationError("--case selects simulated cases; with --against every real-time case runs in order")
         }
-        let (transport, other) = try openTransports(spec)
-        // The link-level cases probe with pings, which both ends answer at any stage of the session.
-        let responder = other.map { MediaEndpoint(kind: .phone, transport: $0, authentication: .off) { _ in } }
-        try responder?.start()
-        let responderLoop = Task { [responder] in await responder?.run() }
-        let width = AgainstSuite.caseNames.map(\.count).max() ?? 0
+        let names = (end == .headUnit ? AgainstSuite.caseNames : []) + SessionConformance.caseNames(as: end)
+        let width = names.map(\.count).max() ?? 0
         let json = self.json
-        if !json { print("case".padding(to: width) + "  result  elapsed       notes (against \(spec))") }
-        let results = await AgainstSuite(transport: transport).run(seed: seed) { result in
+        if !json { print("case".padding(to: width) + "  result  elapsed       notes (against \(spec), this project as the \(end.rawValue))") }
+        let report: @Sendable (ConformanceResult) -> Void = { result in
             if json {
                 print(ConformanceJSON.line(result))
             } else {
@@ -115,18 +129,44 @@ extension Conformance {
                 for failure in result.failures { print(String(repeating: " ", count: width + 2) + "- " + failure) }
             }
         }
-        responder?.driver.close()
-        responderLoop.cancel()
+        var results: [ConformanceResult] = []
+        if end == .headUnit {
+            // The link-level cases probe with pings, which both ends answer at any stage of the session.
+            results += try await withCounterpart(spec, kind: .phone, authentication: .off) { transport in
+                await AgainstSuite(transport: transport).run(seed: seed, report: report)
+            }
+        }
+        let ours = try authentication.endpointAuthentication(for: end)
+        let theirs = try authentication.endpointAuthentication(for: end == .phone ? .headUnit : .phone)
+        results += try await withCounterpart(spec, kind: end == .phone ? .headUnit : .phone, authentication: theirs) { transport in
+            await SessionConformance(kind: end, transport: transport, authentication: ours).run(seed: seed, report: report)
+        }
         let passed = results.filter(\.passed).count
         let failed = results.count - passed
         if json {
-            print("{\"kind\":\"summary\",\"seed\":\(seed),\"against\":\(JSONObjectWriter.quoted(spec.description)),\"passed\":\(passed),\"failed\":\(failed)}")
+            print("{\"kind\":\"summary\",\"seed\":\(seed),\"against\":\(JSONObjectWriter.quoted(spec.description)),\"as\":\(JSONObjectWriter.quoted(end.rawValue)),\"passed\":\(passed),\"failed\":\(failed)}")
         } else {
             print("\(passed) passed, \(failed) failed")
         }
         if failed > 0 { throw ExitCode(1) }
     }
+
+    /// Opens a fresh connection for one suite; for loopback, this project's
+    /// other end runs as the counterpart.
+    private func withCounterpart(_ spec: TransportSpec, kind: EndKind, authentication: EndpointAuthentication,
+                                 _ body: (Transport) async -> [ConformanceResult]) async throws -> [ConformanceResult] {
+        let (transport, other) = try openTransports(spec)
+        let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, authentication: authentication) { _ in } }
+        try counterpart?.start()
+        let loop = Task { [counterpart] in await counterpart?.run() }
+        let results = await body(transport)
+        counterpart?.driver.close()
+        loop.cancel()
+        return results
+    }
 }
+
+extension EndKind: ExpressibleByArgument {}
 
 enum ConformanceJSON {
     static func line(_ result: ConformanceResult) -> String {

@@ -1,0 +1,126 @@
+import IAPConformance
+import IAPLink
+import IAPSession
+import IAPTransport
+import Synchronization
+
+/// The session checked against another implementation in real time, with
+/// this project as either end: as the phone (device end) it checks an
+/// accessory, as the head unit (accessory end) it checks a device. One
+/// connection: link up, authentication, identification, then a short look
+/// at media and at the declared message lists.
+public struct SessionConformance: Sendable {
+    public let kind: EndKind
+    public let transport: Transport
+    public let authentication: EndpointAuthentication
+    /// How long the whole session may take to get through identification.
+    public let timeout: Duration
+    /// How long media is watched after identification.
+    public let observation: Duration
+
+    public init(kind: EndKind, transport: Transport, authentication: EndpointAuthentication, timeout: Duration = .seconds(30),
+                observation: Duration = .seconds(3)) {
+        self.kind = kind
+        self.transport = transport
+        self.authentication = authentication
+        self.timeout = timeout
+        self.observation = observation
+    }
+
+    /// The cases' names for an end: what this end checks of its peer.
+    public static func caseNames(as kind: EndKind) -> [String] {
+        let peer = kind.linkRole == .device ? "accessory" : "device"
+        return ["link", "authentication", "identification", "media", "declared-messages"].map { "\(peer)-\($0)" }
+    }
+
+    private struct Seen: Sendable {
+        var stages: [Connection.Stage] = []
+        var lines: [String] = []
+        var everUp = false
+        var identifiedAt: LinkInstant?
+        var appName: String?
+        var tabs: [String] = []
+        var finished = false
+    }
+
+    /// Runs the session once and reports each case as it is known.
+    public func run(seed: UInt64, report: @Sendable (ConformanceResult) -> Void) async -> [ConformanceResult] {
+        let seen = Mutex(Seen())
+        let started = MonotonicClock.now()
+        let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: authentication) { line in
+            seen.withLock { $0.lines.append(line) }
+        }
+        let timeout = self.timeout, observation = self.observation
+        // Read on the endpoint's own task, after every input: the only place its state may be read.
+        endpoint.stopWhen = { endpoint in
+            seen.withLock { state in
+                let stage = endpoint.connection.stage
+                if state.stages.last != stage { state.stages.append(stage) }
+                state.everUp = endpoint.everUp
+                state.appName = endpoint.headUnit.appName
+                state.tabs = endpoint.headUnit.tabs.map(\.text)
+                let now = MonotonicClock.now()
+                if case .identified = stage, state.identifiedAt == nil { state.identifiedAt = now }
+                let observed = state.identifiedAt.map { now - $0 >= observation } ?? false
+                let failed = state.stages.contains { if case .failed = $0 { true } else { false } }
+                state.finished = observed || failed || now - started >= timeout + observation || endpoint.endReason != nil
+                return state.finished
+            }
+        }
+        var results: [ConformanceResult] = []
+        func finish(_ name: String, _ failures: [String], _ summary: String) {
+            let elapsed = Int((MonotonicClock.now().nanoseconds - started.nanoseconds) / 1_000_000)
+            let result = ConformanceResult(name: name, seed: seed, failures: failures, summary: summary, milliseconds: elapsed)
+            results.append(result)
+            report(result)
+        }
+        do {
+            try endpoint.start()
+        } catch {
+            finish(Self.caseNames(as: kind)[0], ["cannot open the transport: \(error)"], "")
+            return results
+        }
+        // A timer input keeps `stopWhen` looked at while the peer is silent.
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(200))
+                endpoint.wake()
+            }
+        }
+        await endpoint.run()
+        ticker.cancel()
+        endpoint.driver.close()
+        let state = seen.withLock { $0 }
+        let names = Self.caseNames(as: kind)
+        let peer = kind.linkRole == .device ? "accessory" : "device"
+        let failure = state.stages.compactMap { if case .failed(let reason) = $0 { reason } else { nil } }.first
+        let passedAuthentication = state.stages.contains { $0 == .identifying || { if case .identified = $0 { true } else { false } }($0) }
+        let identifiedName = state.stages.compactMap { if case .identified(let name) = $0 { name } else { nil } }.first
+
+        finish(names[0], state.everUp ? [] : ["the link did not come up within \(timeout)"], state.everUp ? "link up" : "")
+        let certificate = state.lines.first { $0.hasPrefix("accessory certificate:") }
+        if passedAuthentication {
+            finish(names[1], [], certificate ?? "authentication succeeded")
+        } else {
+            let stall = state.lines.first { $0.contains("has not started authentication") }
+            finish(names[1], [failure ?? stall ?? "authentication did not complete within \(timeout)"], certificate ?? "")
+        }
+        if let identifiedName {
+            finish(names[2], [], "identified as \(identifiedName)")
+        } else {
+            let rejected = state.lines.first { $0.contains("identification rejected") }
+            finish(names[2], [rejected ?? failure ?? "identification did not complete"], "")
+        }
+        if kind.linkRole == .accessory {
+            let media = state.appName != nil && !state.tabs.isEmpty
+            finish(names[3], media ? [] : ["the \(peer) did not present an app with its root tabs within \(observation) of identification"],
+                   state.appName.map { "app \"\($0)\": " + state.tabs.joined(separator: " | ") } ?? "")
+        } else {
+            let mediaLines = state.lines.filter { $0.contains("head unit limits") || $0.contains("now playing") || $0.contains("HID component") }
+            finish(names[3], identifiedName == nil ? ["no media connection"] : [], "\(mediaLines.count) media exchanges seen")
+        }
+        let undeclared = state.lines.filter { $0.contains("did not declare") }
+        finish(names[4], undeclared, undeclared.isEmpty ? "only declared messages seen" : "")
+        return results
+    }
+}
