@@ -21,7 +21,7 @@ extension ConformanceCase {
                  "the phone's first messages were \(names(phone.prefix(5))), not RequestAuthenticationCertificate, RequestAuthenticationChallengeResponse, AuthenticationSucceeded, StartIdentification, IdentificationAccepted")
         let headUnit = sim.sentMessageIDs[.accessory] ?? []
         s.expect(Array(headUnit.prefix(3)) == [0xAA01, 0xAA03, 0x1D01], "the head unit's first messages were \(names(headUnit.prefix(3)))")
-        let firstMedia = phone.firstIndex { !AuthenticationMessageID.all.contains($0) && !(0x1D00...0x1D06).contains($0) }
+        let firstMedia = phone.firstIndex { !MessageID.authentication.contains($0) && !MessageID.identification.contains($0) }
         s.expect(firstMedia.map { $0 >= 5 } ?? false, "a media message went out before authentication and identification were done")
         s.expect(sim.phoneSessionEvents.contains { if case .accessoryCertificate = $0 { true } else { false } }, "the phone did not report the accessory certificate")
         s.note("\(phone.count) phone and \(headUnit.count) head-unit messages; tabs: \(sim.headUnit.tabs.map(\.text).joined(separator: ", "))")
@@ -91,7 +91,7 @@ extension ConformanceCase {
 
     static let sessionUndeclaredMessage = ConformanceCase(name: "session-undeclared-message", purpose: "messages outside the declared lists are neither sent nor acted on, and each is named") { s in
         var identity = AccessoryIdentity.devKitHeadUnit
-        let queueResponse = MediaMessage.ID.queueResponse
+        let queueResponse = MessageID.queueResponse
         identity.messagesReceived.removeAll { $0 == queueResponse }
         var sim = s.startSession(headUnit: Connection.Configuration(role: .headUnit, identity: identity))
         s.expect(sim.connect(within: .seconds(10)), "the session did not reach media")

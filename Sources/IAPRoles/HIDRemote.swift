@@ -144,13 +144,6 @@ public struct HIDRemote: Hashable, Sendable {
 
 // MARK: - Messages
 
-/// The HID message ids, read from the catalog by name.
-public enum HIDMessageID {
-    public static let startHID: UInt16 = MessageID.id("StartHID")
-    public static let accessoryHIDReport: UInt16 = MessageID.id("AccessoryHIDReport")
-    public static let stopHID: UInt16 = MessageID.id("StopHID")
-}
-
 /// StartHID (0x6800): 0 HIDComponentIdentifier u16, 1 VendorIdentifier u16,
 /// 2 ProductIdentifier u16, 4 HIDReportDescriptor blob.
 public struct StartHIDMessage: Hashable, Sendable {
@@ -167,14 +160,14 @@ public struct StartHIDMessage: Hashable, Sendable {
     }
 
     public var message: ControlMessage {
-        ControlMessage(id: HIDMessageID.startHID, parameters: [
+        ControlMessage(id: MessageID.startHID, parameters: [
             .uint16(0, componentIdentifier), .uint16(1, vendorIdentifier), .uint16(2, productIdentifier),
             .blob(4, reportDescriptor),
         ])
     }
 
     public init(_ message: ControlMessage) throws(WireError) {
-        let reader = HIDMessageReader(message, expected: HIDMessageID.startHID)
+        let reader = HIDMessageReader(message, expected: MessageID.startHID)
         try reader.checkID()
         componentIdentifier = try reader.uint16(0)
         vendorIdentifier = try reader.uint16(1)
@@ -194,11 +187,11 @@ public struct AccessoryHIDReportMessage: Hashable, Sendable {
     }
 
     public var message: ControlMessage {
-        ControlMessage(id: HIDMessageID.accessoryHIDReport, parameters: [.uint16(0, componentIdentifier), .blob(1, report)])
+        ControlMessage(id: MessageID.accessoryHIDReport, parameters: [.uint16(0, componentIdentifier), .blob(1, report)])
     }
 
     public init(_ message: ControlMessage) throws(WireError) {
-        let reader = HIDMessageReader(message, expected: HIDMessageID.accessoryHIDReport)
+        let reader = HIDMessageReader(message, expected: MessageID.accessoryHIDReport)
         try reader.checkID()
         componentIdentifier = try reader.uint16(0)
         report = try reader.required(1).data
@@ -212,11 +205,11 @@ public struct StopHIDMessage: Hashable, Sendable {
     public init(componentIdentifier: UInt16) { self.componentIdentifier = componentIdentifier }
 
     public var message: ControlMessage {
-        ControlMessage(id: HIDMessageID.stopHID, parameters: [.uint16(0, componentIdentifier)])
+        ControlMessage(id: MessageID.stopHID, parameters: [.uint16(0, componentIdentifier)])
     }
 
     public init(_ message: ControlMessage) throws(WireError) {
-        let reader = HIDMessageReader(message, expected: HIDMessageID.stopHID)
+        let reader = HIDMessageReader(message, expected: MessageID.stopHID)
         try reader.checkID()
         componentIdentifier = try reader.uint16(0)
     }
@@ -524,7 +517,7 @@ public struct HIDRemoteInterpreter: Sendable {
     public mutating func receive(_ message: ControlMessage) -> [Event] {
         do {
             switch message.id {
-            case HIDMessageID.startHID:
+            case MessageID.startHID:
                 let start = try StartHIDMessage(message)
                 let layout: HIDInputLayout
                 do { layout = try HIDInputLayout(descriptor: start.reportDescriptor) } catch {
@@ -536,7 +529,7 @@ public struct HIDRemoteInterpreter: Sendable {
                 // A repeated StartHID replaces the component and starts with nothing held.
                 components[start.componentIdentifier] = Component(start: start, layout: layout)
                 return [.started(start)]
-            case HIDMessageID.accessoryHIDReport:
+            case MessageID.accessoryHIDReport:
                 let report = try AccessoryHIDReportMessage(message)
                 guard var component = components[report.componentIdentifier] else {
                     return [.problem("AccessoryHIDReport for component \(report.componentIdentifier), which no StartHID declared")]
@@ -552,7 +545,7 @@ public struct HIDRemoteInterpreter: Sendable {
                 component.held = now
                 components[report.componentIdentifier] = component
                 return pressed.map { .pressed(component: report.componentIdentifier, button: $0) }
-            case HIDMessageID.stopHID:
+            case MessageID.stopHID:
                 let stop = try StopHIDMessage(message)
                 guard components.removeValue(forKey: stop.componentIdentifier) != nil else {
                     return [.problem("StopHID for component \(stop.componentIdentifier), which is not started")]

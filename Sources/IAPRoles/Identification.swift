@@ -212,22 +212,3 @@ public struct IdentificationProblems: Error, Hashable, Sendable, CustomStringCon
         }.joined(separator: "; ")
     }
 }
-
-/// Message ids the roles use, read from the catalog's table by name so
-/// that the catalog stays the one definition.
-public enum MessageID {
-    public static let startIdentification: UInt16 = id("StartIdentification")
-    public static let identificationInformation: UInt16 = id("IdentificationInformation")
-    public static let identificationAccepted: UInt16 = id("IdentificationAccepted")
-    public static let identificationRejected: UInt16 = id("IdentificationRejected")
-    public static let startNowPlayingUpdates: UInt16 = id("StartNowPlayingUpdates")
-    public static let nowPlayingUpdate: UInt16 = id("NowPlayingUpdate")
-    public static let stopNowPlayingUpdates: UInt16 = id("StopNowPlayingUpdates")
-
-    static func id(_ name: String) -> UInt16 {
-        guard let spec = MessageCatalog.messages.first(where: { $0.name == name }) else {
-            preconditionFailure("the message catalog has no \(name)")
-        }
-        return spec.id
-    }
-}

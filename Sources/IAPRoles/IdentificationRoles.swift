@@ -146,7 +146,7 @@ extension AccessoryIdentity {
     public static let devKitHeadUnit = AccessoryIdentity(
         name: "iap-devkit head unit", modelIdentifier: "DK-HU1", manufacturer: "iap-devkit", serialNumber: "DK-0001",
         firmwareVersion: "0.1.0", hardwareVersion: "sim", messagesSent: [
-            MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, 0x6800, 0x6802, 0x6803,
+            MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, MessageID.startHID, MessageID.accessoryHIDReport, MessageID.stopHID,
         ] + MediaMessage.headUnitSends.filter { $0 != MessageID.startNowPlayingUpdates && $0 != MessageID.stopNowPlayingUpdates }
             + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
         messagesReceived: MediaMessage.phoneSends, powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,

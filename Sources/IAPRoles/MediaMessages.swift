@@ -25,51 +25,35 @@ public enum MediaMessage: Hashable, Sendable {
     case accessoryHIDReport(AccessoryHIDReportMessage)
     case stopHID(StopHIDMessage)
 
-    public enum ID {
-        public static let browseRequest: UInt16 = 0xB100
-        public static let browseResponse: UInt16 = 0xB101
-        public static let playItem: UInt16 = 0xB102
-        public static let requestStatus: UInt16 = 0xB103
-        public static let remoteCommand: UInt16 = 0xB110
-        public static let advertisedCommands: UInt16 = 0xB112
-        public static let appInformation: UInt16 = 0xB113
-        public static let limits: UInt16 = 0xB114
-        public static let queueRequest: UInt16 = 0xB120
-        public static let queueResponse: UInt16 = 0xB121
-        public static let imageRequest: UInt16 = 0xB130
-        public static let imageResponse: UInt16 = 0xB131
-        public static let setNowPlayingInformation: UInt16 = 0x5003
-    }
-
     /// Every id the roles send or receive, for identification's declared lists.
-    public static let phoneSends: [UInt16] = [ID.browseResponse, ID.requestStatus, ID.advertisedCommands, ID.appInformation,
-                                              ID.queueResponse, ID.imageResponse, MessageID.nowPlayingUpdate]
-    public static let headUnitSends: [UInt16] = [ID.browseRequest, ID.playItem, ID.remoteCommand, ID.limits, ID.queueRequest,
-                                                 ID.imageRequest, MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates,
-                                                 ID.setNowPlayingInformation, HIDMessageID.startHID, HIDMessageID.accessoryHIDReport,
-                                                 HIDMessageID.stopHID]
+    public static let phoneSends: [UInt16] = [MessageID.browseResponse, MessageID.requestStatus, MessageID.advertisedCommands, MessageID.mediaAppInformation,
+                                              MessageID.queueResponse, MessageID.imageResponse, MessageID.nowPlayingUpdate]
+    public static let headUnitSends: [UInt16] = [MessageID.browseRequest, MessageID.playItemRequest, MessageID.remoteCommand, MessageID.headUnitLimits, MessageID.queueRequest,
+                                                 MessageID.imageRequest, MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates,
+                                                 MessageID.setNowPlayingInformation, MessageID.startHID, MessageID.accessoryHIDReport,
+                                                 MessageID.stopHID]
 
     // MARK: Encoding
 
     public var controlMessage: ControlMessage {
         switch self {
         case .browseRequest(let id, let container, let offset, let count):
-            return ControlMessage(id: ID.browseRequest, parameters: [.uint32(0, id), .string(1, container), .uint32(2, offset), .uint16(3, count)])
+            return ControlMessage(id: MessageID.browseRequest, parameters: [.uint32(0, id), .string(1, container), .uint32(2, offset), .uint16(3, count)])
         case .browseResponse(let response):
             var parameters: [Parameter] = [.uint32(0, response.requestID), .uint8(1, response.status.rawValue),
                                            .uint32(2, response.totalCount), .uint32(3, response.offset)]
             parameters += response.items.map(Self.itemParameter)
             parameters += response.sections.map(Self.sectionParameter)
             if let error = response.error { parameters.append(.string(6, error)) }
-            return ControlMessage(id: ID.browseResponse, parameters: parameters)
+            return ControlMessage(id: MessageID.browseResponse, parameters: parameters)
         case .playItem(let id, let item, let entry):
             var parameters: [Parameter] = [.uint32(0, id), .string(1, item)]
             if let entry { parameters.append(.string(2, entry)) }
-            return ControlMessage(id: ID.playItem, parameters: parameters)
+            return ControlMessage(id: MessageID.playItemRequest, parameters: parameters)
         case .requestStatus(let id, let status, let error):
             var parameters: [Parameter] = [.uint32(0, id), .uint8(1, status.rawValue)]
             if let error { parameters.append(.string(2, error)) }
-            return ControlMessage(id: ID.requestStatus, parameters: parameters)
+            return ControlMessage(id: MessageID.requestStatus, parameters: parameters)
         case .remoteCommand(let id, let command):
             var parameters: [Parameter] = [.uint32(0, id), .uint8(1, command.kind.rawValue)]
             switch command {
@@ -80,20 +64,20 @@ public enum MediaMessage: Hashable, Sendable {
                 parameters.append(.bool(4, begin))
             default: break
             }
-            return ControlMessage(id: ID.remoteCommand, parameters: parameters)
+            return ControlMessage(id: MessageID.remoteCommand, parameters: parameters)
         case .advertisedCommands(let commands):
-            return ControlMessage(id: ID.advertisedCommands, parameters: commands.map { command in
+            return ControlMessage(id: MessageID.advertisedCommands, parameters: commands.map { command in
                 group(0, [.uint8(0, command.kind.rawValue), .bool(1, command.enabled)])
             })
         case .appInformation(let name, let hasContent):
-            return ControlMessage(id: ID.appInformation, parameters: [.string(0, name), .bool(1, hasContent)])
+            return ControlMessage(id: MessageID.mediaAppInformation, parameters: [.string(0, name), .bool(1, hasContent)])
         case .limits(let limits):
-            return ControlMessage(id: ID.limits, parameters: [
+            return ControlMessage(id: MessageID.headUnitLimits, parameters: [
                 .uint8(0, UInt8(clamping: limits.maximumTabs)), .uint16(1, UInt16(clamping: limits.maximumPageSize)),
                 .uint8(2, UInt8(clamping: limits.maximumImageRowImages)), .uint8(3, UInt8(clamping: limits.imageScale)),
             ])
         case .queueRequest(let id, let offset, let count):
-            return ControlMessage(id: ID.queueRequest, parameters: [.uint32(0, id), .uint32(1, offset), .uint16(2, count)])
+            return ControlMessage(id: MessageID.queueRequest, parameters: [.uint32(0, id), .uint32(1, offset), .uint16(2, count)])
         case .queueResponse(let response):
             var parameters: [Parameter] = [.uint32(0, response.requestID), .uint8(1, response.status.rawValue), .uint32(2, response.totalCount),
                                            .uint32(3, response.offset), .uint32(4, response.currentIndex)]
@@ -103,14 +87,14 @@ public enum MediaMessage: Hashable, Sendable {
                 return parameter
             }
             if let error = response.error { parameters.append(.string(6, error)) }
-            return ControlMessage(id: ID.queueResponse, parameters: parameters)
+            return ControlMessage(id: MessageID.queueResponse, parameters: parameters)
         case .imageRequest(let id, let image, let scale):
-            return ControlMessage(id: ID.imageRequest, parameters: [.uint32(0, id), .string(1, image), .uint8(2, scale)])
+            return ControlMessage(id: MessageID.imageRequest, parameters: [.uint32(0, id), .string(1, image), .uint8(2, scale)])
         case .imageResponse(let id, let status, let transfer, let error):
             var parameters: [Parameter] = [.uint32(0, id), .uint8(1, status.rawValue)]
             if let transfer { parameters.append(.uint8(2, transfer)) }
             if let error { parameters.append(.string(3, error)) }
-            return ControlMessage(id: ID.imageResponse, parameters: parameters)
+            return ControlMessage(id: MessageID.imageResponse, parameters: parameters)
         case .startNowPlayingUpdates:
             return ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
                 group(0, NowPlayingUpdate.mediaAttributeIDs.map { .none($0) }),
@@ -124,7 +108,7 @@ public enum MediaMessage: Hashable, Sendable {
             var parameters: [Parameter] = []
             if let elapsed { parameters.append(.uint32(0, elapsed)) }
             if let index { parameters.append(.uint32(1, index)) }
-            return ControlMessage(id: ID.setNowPlayingInformation, parameters: parameters)
+            return ControlMessage(id: MessageID.setNowPlayingInformation, parameters: parameters)
         case .startHID(let message): return message.message
         case .accessoryHIDReport(let message): return message.message
         case .stopHID(let message): return message.message
@@ -170,24 +154,24 @@ public enum MediaMessage: Hashable, Sendable {
     public init?(_ message: ControlMessage) throws(WireError) {
         let reader = MessageReader(message)
         switch message.id {
-        case ID.browseRequest:
+        case MessageID.browseRequest:
             self = .browseRequest(requestID: try reader.u32(0), containerID: try reader.string(1), offset: try reader.u32(2), count: try reader.u16(3))
-        case ID.browseResponse:
+        case MessageID.browseResponse:
             self = .browseResponse(BrowseResponse(
                 requestID: try reader.u32(0), status: try reader.status(1), totalCount: try reader.u32(2), offset: try reader.u32(3),
                 items: try message.parameters(4).map(Self.item), sections: try message.parameters(5).map(Self.section),
                 error: try reader.optionalString(6)))
-        case ID.playItem:
+        case MessageID.playItemRequest:
             self = .playItem(requestID: try reader.u32(0), itemID: try reader.string(1), imageRowEntryID: try reader.optionalString(2))
-        case ID.requestStatus:
+        case MessageID.requestStatus:
             self = .requestStatus(requestID: try reader.u32(0), try reader.status(1), error: try reader.optionalString(2))
-        case ID.remoteCommand:
+        case MessageID.remoteCommand:
             let kindValue = try reader.u8(1)
             guard let kind = RemoteCommand.Kind(rawValue: kindValue) else {
                 throw WireError(.badValue, "RemoteCommand has unknown command \(kindValue)")
             }
             self = .remoteCommand(requestID: try reader.u32(0), try Self.command(kind, reader))
-        case ID.advertisedCommands:
+        case MessageID.advertisedCommands:
             self = .advertisedCommands(try message.parameters(0).map { parameter throws(WireError) in
                 let entry = MessageReader(ControlMessage(id: 0, parameters: try parameter.group()))
                 let value = try entry.u8(0)
@@ -196,20 +180,20 @@ public enum MediaMessage: Hashable, Sendable {
                 }
                 return AdvertisedCommand(kind, enabled: try entry.bool(1))
             })
-        case ID.appInformation:
+        case MessageID.mediaAppInformation:
             self = .appInformation(name: try reader.string(0), hasContentTree: try reader.bool(1))
-        case ID.limits:
+        case MessageID.headUnitLimits:
             self = .limits(HeadUnitLimits(maximumTabs: Int(try reader.u8(0)), maximumPageSize: Int(try reader.u16(1)),
                                           maximumImageRowImages: Int(try reader.u8(2)), imageScale: Int(try reader.u8(3))))
-        case ID.queueRequest:
+        case MessageID.queueRequest:
             self = .queueRequest(requestID: try reader.u32(0), offset: try reader.u32(1), count: try reader.u16(2))
-        case ID.queueResponse:
+        case MessageID.queueResponse:
             self = .queueResponse(QueueResponse(
                 requestID: try reader.u32(0), status: try reader.status(1), totalCount: try reader.u32(2), offset: try reader.u32(3),
                 currentIndex: try reader.u32(4), items: try message.parameters(5).map(Self.item), error: try reader.optionalString(6)))
-        case ID.imageRequest:
+        case MessageID.imageRequest:
             self = .imageRequest(requestID: try reader.u32(0), imageID: try reader.string(1), scale: try reader.u8(2))
-        case ID.imageResponse:
+        case MessageID.imageResponse:
             self = .imageResponse(requestID: try reader.u32(0), try reader.status(1),
                                   transferID: message.parameter(2) == nil ? nil : try reader.u8(2), error: try reader.optionalString(3))
         case MessageID.startNowPlayingUpdates:
@@ -218,12 +202,12 @@ public enum MediaMessage: Hashable, Sendable {
             self = .stopNowPlayingUpdates
         case MessageID.nowPlayingUpdate:
             self = .nowPlayingUpdate(try NowPlayingUpdate(message))
-        case ID.setNowPlayingInformation:
+        case MessageID.setNowPlayingInformation:
             self = .setNowPlayingInformation(elapsedMilliseconds: message.parameter(0) == nil ? nil : try reader.u32(0),
                                              queueIndex: message.parameter(1) == nil ? nil : try reader.u32(1))
-        case HIDMessageID.startHID: self = .startHID(try StartHIDMessage(message))
-        case HIDMessageID.accessoryHIDReport: self = .accessoryHIDReport(try AccessoryHIDReportMessage(message))
-        case HIDMessageID.stopHID: self = .stopHID(try StopHIDMessage(message))
+        case MessageID.startHID: self = .startHID(try StartHIDMessage(message))
+        case MessageID.accessoryHIDReport: self = .accessoryHIDReport(try AccessoryHIDReportMessage(message))
+        case MessageID.stopHID: self = .stopHID(try StopHIDMessage(message))
         default:
             return nil
         }

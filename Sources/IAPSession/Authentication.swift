@@ -2,26 +2,6 @@ import IAPLink
 import IAPRoles
 import IAPWire
 
-/// Authentication message ids (IAP-FACTS.md, Authentication), read from the
-/// catalog by name so that it stays the one definition.
-public enum AuthenticationMessageID {
-    public static let requestCertificate = catalogID("RequestAuthenticationCertificate")
-    public static let certificate = catalogID("AuthenticationCertificate")
-    public static let requestChallengeResponse = catalogID("RequestAuthenticationChallengeResponse")
-    public static let response = catalogID("AuthenticationResponse")
-    public static let failed = catalogID("AuthenticationFailed")
-    public static let succeeded = catalogID("AuthenticationSucceeded")
-
-    public static let all: [UInt16] = [requestCertificate, certificate, requestChallengeResponse, response, failed, succeeded]
-
-    static func catalogID(_ name: String) -> UInt16 {
-        guard let spec = MessageCatalog.messages.first(where: { $0.name == name }) else {
-            preconditionFailure("the message catalog has no \(name)")
-        }
-        return spec.id
-    }
-}
-
 /// What the device end asks the edge to check: certificates and signatures
 /// are cryptography, which the sans-IO core does not do itself.
 public enum VerificationRequest: Hashable, Sendable {
@@ -105,7 +85,7 @@ struct DeviceAuthentication: Sendable {
     mutating func start(now: LinkInstant) -> [Output] {
         step = .awaitingCertificate
         deadline = now + stepTimeout
-        return [.send(ControlMessage(id: AuthenticationMessageID.requestCertificate))]
+        return [.send(ControlMessage(id: MessageID.requestAuthenticationCertificate))]
     }
 
     mutating func reset() {
@@ -122,14 +102,14 @@ struct DeviceAuthentication: Sendable {
 
     mutating func received(_ message: ControlMessage, now: LinkInstant) -> [Output] {
         switch (step, message.id) {
-        case (.awaitingCertificate, AuthenticationMessageID.certificate):
+        case (.awaitingCertificate, MessageID.authenticationCertificate):
             guard let certificate = message.parameter(0)?.data, !certificate.isEmpty else {
                 return fail("the AuthenticationCertificate message carries no certificate (parameter 0)")
             }
             step = .examining(certificate: certificate)
             deadline = now + stepTimeout
             return [.verify(.certificate(certificate))]
-        case (.awaitingResponse(let certificate, let challenge), AuthenticationMessageID.response):
+        case (.awaitingResponse(let certificate, let challenge), MessageID.authenticationResponse):
             guard let response = message.parameter(0)?.data, !response.isEmpty else {
                 return fail("the AuthenticationResponse message carries no response (parameter 0)")
             }
@@ -148,13 +128,13 @@ struct DeviceAuthentication: Sendable {
             step = .awaitingResponse(certificate: certificate, challenge: challenge)
             deadline = now + stepTimeout
             return [.certificate(summary: summary),
-                    .send(ControlMessage(id: AuthenticationMessageID.requestChallengeResponse, parameters: [.blob(0, challenge)]))]
+                    .send(ControlMessage(id: MessageID.requestAuthenticationChallengeResponse, parameters: [.blob(0, challenge)]))]
         case (.examining, .certificateRejected(let reason)):
             return fail("the accessory certificate cannot be used: \(reason)")
         case (.verifying, .responseValid):
             step = .done
             deadline = nil
-            return [.send(ControlMessage(id: AuthenticationMessageID.succeeded)), .succeeded]
+            return [.send(ControlMessage(id: MessageID.authenticationSucceeded)), .succeeded]
         case (.verifying, .responseInvalid(let reason)):
             return fail("the challenge response does not verify: \(reason)")
         default:
@@ -181,7 +161,7 @@ struct DeviceAuthentication: Sendable {
     private mutating func fail(_ reason: String) -> [Output] {
         step = .done
         deadline = nil
-        return [.send(ControlMessage(id: AuthenticationMessageID.failed)), .failed(reason)]
+        return [.send(ControlMessage(id: MessageID.authenticationFailed)), .failed(reason)]
     }
 }
 
@@ -206,21 +186,21 @@ struct AccessoryAuthentication: Sendable {
 
     mutating func received(_ message: ControlMessage) -> [Output] {
         switch message.id {
-        case AuthenticationMessageID.requestCertificate:
+        case MessageID.requestAuthenticationCertificate:
             state = .inProgress
             pending = .certificate
             return [.authenticator(.certificate)]
-        case AuthenticationMessageID.requestChallengeResponse:
+        case MessageID.requestAuthenticationChallengeResponse:
             guard let challenge = message.parameter(0)?.data, !challenge.isEmpty else {
                 return [.problem("RequestAuthenticationChallengeResponse carries no challenge (parameter 0)")]
             }
             state = .inProgress
             pending = .response(challenge: challenge)
             return [.authenticator(.response(challenge: challenge))]
-        case AuthenticationMessageID.succeeded:
+        case MessageID.authenticationSucceeded:
             state = .succeeded
             return [.succeeded]
-        case AuthenticationMessageID.failed:
+        case MessageID.authenticationFailed:
             state = .failed("the device sent AuthenticationFailed")
             return [.failed("the device sent AuthenticationFailed")]
         default:
@@ -233,9 +213,9 @@ struct AccessoryAuthentication: Sendable {
         pending = nil
         switch (request, answer) {
         case (.certificate, .certificate(let bytes)):
-            return [.send(ControlMessage(id: AuthenticationMessageID.certificate, parameters: [.blob(0, bytes)]))]
+            return [.send(ControlMessage(id: MessageID.authenticationCertificate, parameters: [.blob(0, bytes)]))]
         case (.response, .response(let bytes)):
-            return [.send(ControlMessage(id: AuthenticationMessageID.response, parameters: [.blob(0, bytes)]))]
+            return [.send(ControlMessage(id: MessageID.authenticationResponse, parameters: [.blob(0, bytes)]))]
         case (_, .failed(let reason)):
             return [.problem("the authenticator failed: \(reason)")]
         default:

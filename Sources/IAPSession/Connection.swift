@@ -312,7 +312,7 @@ public struct Connection: Sendable {
         let name = Self.name(message.id)
         switch configuration.role {
         case .phone:
-            if AuthenticationMessageID.all.contains(message.id) {
+            if MessageID.authentication.contains(message.id) {
                 guard deviceAuthentication.isActive else {
                     emit(.problem("the accessory sent \(name) outside authentication; ignored"))
                     return
@@ -324,7 +324,7 @@ public struct Connection: Sendable {
                 emit(.problem("the accessory sent \(name) before authentication finished; ignored"))
                 return
             }
-            if IdentificationIDs.all.contains(message.id) || !phone.isConnected {
+            if MessageID.identification.contains(message.id) || !phone.isConnected {
                 // A rejected identification may be corrected: each attempt gets a full step.
                 if message.id == MessageID.identificationInformation { identificationDeadline = now + configuration.stepTimeout }
                 for output in phoneIdentification.received(message) { roleOutput(output) }
@@ -345,12 +345,12 @@ public struct Connection: Sendable {
             syncNowPlaying(now: now)
             phoneOutputs(answers)
         case .headUnit:
-            if AuthenticationMessageID.all.contains(message.id) {
+            if MessageID.authentication.contains(message.id) {
                 stallDeadline = nil
                 accessoryOutputs(accessoryAuthentication.received(message))
                 return
             }
-            if IdentificationIDs.all.contains(message.id) {
+            if MessageID.identification.contains(message.id) {
                 stallDeadline = nil
                 if message.id == MessageID.startIdentification { setStage(.identifying) }
                 for output in headIdentification.received(message) { roleOutput(output) }
@@ -396,7 +396,7 @@ public struct Connection: Sendable {
     /// sends must be in the accessory's MessagesReceivedByAccessory, what the
     /// head unit sends in its own MessagesSentByAccessory.
     private mutating func sendMessage(_ message: ControlMessage) {
-        let always = AuthenticationMessageID.all.contains(message.id) || IdentificationIDs.all.contains(message.id)
+        let always = MessageID.authentication.contains(message.id) || MessageID.identification.contains(message.id)
             || DiagnosticPing.requestIDs.contains(message.id)
         if !always {
             switch configuration.role {
@@ -569,9 +569,4 @@ public struct Connection: Sendable {
     static func name(_ id: UInt16) -> String {
         MessageCatalog.name(of: id) ?? "message 0x\(String(id, radix: 16, uppercase: true))"
     }
-}
-
-/// Identification message ids (0x1D00...0x1D06 in the catalog).
-enum IdentificationIDs {
-    static let all: [UInt16] = MessageCatalog.messages.map(\.id).filter { (0x1D00...0x1D06).contains($0) }
 }

@@ -75,13 +75,13 @@ public enum MessageCatalog {
     // MARK: Authentication
 
     static let authentication: [MessageSpec] = [
-        MessageSpec(0xAA00, "RequestAuthenticationCertificate"),
-        MessageSpec(0xAA01, "AuthenticationCertificate", [ParameterSpec(0, "AuthenticationCertificate", .blob)]),
-        MessageSpec(0xAA02, "RequestAuthenticationChallengeResponse", [ParameterSpec(0, "AuthenticationChallenge", .blob)]),
-        MessageSpec(0xAA03, "AuthenticationResponse", [ParameterSpec(0, "AuthenticationResponse", .blob)]),
-        MessageSpec(0xAA04, "AuthenticationFailed"),
-        MessageSpec(0xAA05, "AuthenticationSucceeded"),
-        MessageSpec(0xAA06, "AccessoryAuthenticationSerialNumber", [ParameterSpec(0, "SerialNumber", .blob)]),
+        MessageSpec(MessageID.requestAuthenticationCertificate, "RequestAuthenticationCertificate"),
+        MessageSpec(MessageID.authenticationCertificate, "AuthenticationCertificate", [ParameterSpec(0, "AuthenticationCertificate", .blob)]),
+        MessageSpec(MessageID.requestAuthenticationChallengeResponse, "RequestAuthenticationChallengeResponse", [ParameterSpec(0, "AuthenticationChallenge", .blob)]),
+        MessageSpec(MessageID.authenticationResponse, "AuthenticationResponse", [ParameterSpec(0, "AuthenticationResponse", .blob)]),
+        MessageSpec(MessageID.authenticationFailed, "AuthenticationFailed"),
+        MessageSpec(MessageID.authenticationSucceeded, "AuthenticationSucceeded"),
+        MessageSpec(MessageID.accessoryAuthenticationSerialNumber, "AccessoryAuthenticationSerialNumber", [ParameterSpec(0, "SerialNumber", .blob)]),
     ]
 
     // MARK: Identification
@@ -135,13 +135,13 @@ public enum MessageCatalog {
     ]
 
     static let identification: [MessageSpec] = [
-        MessageSpec(0x1D00, "StartIdentification"),
-        MessageSpec(0x1D01, "IdentificationInformation", identificationParameters),
-        MessageSpec(0x1D02, "IdentificationAccepted"),
+        MessageSpec(MessageID.startIdentification, "StartIdentification"),
+        MessageSpec(MessageID.identificationInformation, "IdentificationInformation", identificationParameters),
+        MessageSpec(MessageID.identificationAccepted, "IdentificationAccepted"),
         // Rejection names the offending IdentificationInformation parameters by id.
-        MessageSpec(0x1D03, "IdentificationRejected", identificationParameters.map { $0.type == .messageIDList ? $0 : $0.asWantedList() }),
-        MessageSpec(0x1D05, "CancelIdentification"),
-        MessageSpec(0x1D06, "IdentificationInformationUpdate", identificationParameters),
+        MessageSpec(MessageID.identificationRejected, "IdentificationRejected", identificationParameters.map { $0.type == .messageIDList ? $0 : $0.asWantedList() }),
+        MessageSpec(MessageID.cancelIdentification, "CancelIdentification"),
+        MessageSpec(MessageID.identificationInformationUpdate, "IdentificationInformationUpdate", identificationParameters),
     ]
 
     // MARK: External accessory
@@ -231,10 +231,10 @@ public enum MessageCatalog {
     ]
 
     static let nowPlaying: [MessageSpec] = [
-        MessageSpec(0x5000, "StartNowPlayingUpdates", nowPlayingGroups.map { $0.asWantedList() }),
-        MessageSpec(0x5001, "NowPlayingUpdate", nowPlayingGroups),
-        MessageSpec(0x5002, "StopNowPlayingUpdates"),
-        MessageSpec(0x5003, "SetNowPlayingInformation", [
+        MessageSpec(MessageID.startNowPlayingUpdates, "StartNowPlayingUpdates", nowPlayingGroups.map { $0.asWantedList() }),
+        MessageSpec(MessageID.nowPlayingUpdate, "NowPlayingUpdate", nowPlayingGroups),
+        MessageSpec(MessageID.stopNowPlayingUpdates, "StopNowPlayingUpdates"),
+        MessageSpec(MessageID.setNowPlayingInformation, "SetNowPlayingInformation", [
             ParameterSpec(0, "ElapsedTime", .uint32),
             ParameterSpec(1, "PlaybackQueueIndex", .uint32),
             ParameterSpec(2, "PlaybackQueueListContentTransferStartIndex", .uint32),
@@ -298,22 +298,22 @@ public enum MessageCatalog {
     // MARK: HID
 
     static let hid: [MessageSpec] = [
-        MessageSpec(0x6800, "StartHID", [
+        MessageSpec(MessageID.startHID, "StartHID", [
             ParameterSpec(0, "HIDComponentIdentifier", .uint16),
             ParameterSpec(1, "VendorIdentifier", .uint16),
             ParameterSpec(2, "ProductIdentifier", .uint16),
             ParameterSpec(3, "LocalizedKeyboardCountryCode", .uint8),
             ParameterSpec(4, "HIDReportDescriptor", .blob),
         ]),
-        MessageSpec(0x6801, "DeviceHIDReport", [
+        MessageSpec(MessageID.deviceHIDReport, "DeviceHIDReport", [
             ParameterSpec(0, "HIDComponentIdentifier", .uint16),
             ParameterSpec(1, "HIDReport", .blob),
         ]),
-        MessageSpec(0x6802, "AccessoryHIDReport", [
+        MessageSpec(MessageID.accessoryHIDReport, "AccessoryHIDReport", [
             ParameterSpec(0, "HIDComponentIdentifier", .uint16),
             ParameterSpec(1, "HIDReport", .blob),
         ]),
-        MessageSpec(0x6803, "StopHID", [ParameterSpec(0, "HIDComponentIdentifier", .uint16)]),
+        MessageSpec(MessageID.stopHID, "StopHID", [ParameterSpec(0, "HIDComponentIdentifier", .uint16)]),
         MessageSpec(0x6806, "StartNativeHID"),
         MessageSpec(0x6807, "HIDComponentUpdate", [
             ParameterSpec(0, "HIDComponentIdentifier", .uint16),
@@ -400,13 +400,13 @@ public enum MessageCatalog {
     ]
 
     static let devKitExtension: [MessageSpec] = [
-        MessageSpec(0xB100, "BrowseRequest", [
+        MessageSpec(MessageID.browseRequest, "BrowseRequest", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "ContainerIdentifier", .utf8),
             ParameterSpec(2, "Offset", .uint32),
             ParameterSpec(3, "Count", .uint16),
         ]),
-        MessageSpec(0xB101, "BrowseResponse", [
+        MessageSpec(MessageID.browseResponse, "BrowseResponse", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
             ParameterSpec(2, "TotalCount", .uint32),
@@ -415,45 +415,45 @@ public enum MessageCatalog {
             ParameterSpec(5, "Section", .group, members: sectionMembers),
             ParameterSpec(6, "ErrorText", .utf8),
         ]),
-        MessageSpec(0xB102, "PlayItemRequest", [
+        MessageSpec(MessageID.playItemRequest, "PlayItemRequest", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "ItemIdentifier", .utf8),
             ParameterSpec(2, "ImageRowEntryIdentifier", .utf8),
         ]),
-        MessageSpec(0xB103, "RequestStatus", [
+        MessageSpec(MessageID.requestStatus, "RequestStatus", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
             ParameterSpec(2, "ErrorText", .utf8),
         ]),
-        MessageSpec(0xB110, "RemoteCommand", [
+        MessageSpec(MessageID.remoteCommand, "RemoteCommand", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "Command", .enumeration, values: commandKinds),
             ParameterSpec(2, "Milliseconds", .uint32),
             ParameterSpec(3, "Mode", .uint8),
             ParameterSpec(4, "Active", .bool),
         ]),
-        MessageSpec(0xB112, "AdvertisedCommands", [
+        MessageSpec(MessageID.advertisedCommands, "AdvertisedCommands", [
             ParameterSpec(0, "Command", .group, members: [
                 ParameterSpec(0, "Command", .enumeration, values: commandKinds),
                 ParameterSpec(1, "Enabled", .bool),
             ]),
         ]),
-        MessageSpec(0xB113, "MediaAppInformation", [
+        MessageSpec(MessageID.mediaAppInformation, "MediaAppInformation", [
             ParameterSpec(0, "AppName", .utf8),
             ParameterSpec(1, "HasContentTree", .bool),
         ]),
-        MessageSpec(0xB114, "HeadUnitLimits", [
+        MessageSpec(MessageID.headUnitLimits, "HeadUnitLimits", [
             ParameterSpec(0, "MaximumTabs", .uint8),
             ParameterSpec(1, "MaximumPageSize", .uint16),
             ParameterSpec(2, "MaximumImageRowImages", .uint8),
             ParameterSpec(3, "ImageScale", .uint8),
         ]),
-        MessageSpec(0xB120, "QueueRequest", [
+        MessageSpec(MessageID.queueRequest, "QueueRequest", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "Offset", .uint32),
             ParameterSpec(2, "Count", .uint16),
         ]),
-        MessageSpec(0xB121, "QueueResponse", [
+        MessageSpec(MessageID.queueResponse, "QueueResponse", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
             ParameterSpec(2, "TotalCount", .uint32),
@@ -462,12 +462,12 @@ public enum MessageCatalog {
             ParameterSpec(5, "Item", .group, members: contentItemMembers),
             ParameterSpec(6, "ErrorText", .utf8),
         ]),
-        MessageSpec(0xB130, "ImageRequest", [
+        MessageSpec(MessageID.imageRequest, "ImageRequest", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "ImageIdentifier", .utf8),
             ParameterSpec(2, "Scale", .uint8),
         ]),
-        MessageSpec(0xB131, "ImageResponse", [
+        MessageSpec(MessageID.imageResponse, "ImageResponse", [
             ParameterSpec(0, "RequestIdentifier", .uint32),
             ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
             ParameterSpec(2, "FileTransferIdentifier", .uint8),
