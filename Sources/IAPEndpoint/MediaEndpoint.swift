@@ -250,7 +250,7 @@ public final class MediaEndpoint: @unchecked Sendable {
 
     private func describe(_ event: Connection.Event) {
         switch event {
-        case .stage(let stage): log(stage.description)
+        case .stage(let stage): log("session now \(stage)")
         case .accessoryCertificate: break // logged by the core with its summary
         case .media(let media): log(MediaEventText.describe(media, headUnit: connection.headUnit, now: now()))
         case .fileReceived: break // logged by the core

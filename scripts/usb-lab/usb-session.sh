@@ -35,6 +35,8 @@ session() {
     printf 'cd 1\nart 1\ncd 2\nplay 4\nnext\nrepeat all\nnp\nquit\n' | timeout 60 "$iapctl" head-unit --transport usb:1209:1 > "$out/head-unit-$1.log" 2>&1
 }
 check "session 1: identification, browsing and now playing over USB" session 1
+check "session 1: the phone authenticated the head unit (certificate read, challenge signed)" grep -q "phone #1: accessory certificate: .*EC P-256 key" "$out/gadget.log"
+check "session 1: authentication came before identification" sh -c "grep -n 'phone #1: authentication succeeded' '$out/gadget.log' | head -1 | cut -d: -f1 | { read a; b=\$(grep -n 'phone #1: identified iap-devkit head unit' '$out/gadget.log' | head -1 | cut -d: -f1); [ -n \"\$a\" ] && [ -n \"\$b\" ] && [ \"\$a\" -lt \"\$b\" ]; }"
 check "session 1: the phone identified the head unit" grep -q "phone #1: identified iap-devkit head unit" "$out/gadget.log"
 check "session 1: now playing reached the host side" grep -q "now playing: All Blues" "$out/head-unit-1.log"
 check "session 1: artwork over the file-transfer session" grep -E -q "file transfer [0-9]+: [0-9]+ bytes received" "$out/head-unit-1.log"
