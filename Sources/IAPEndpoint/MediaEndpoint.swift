@@ -6,6 +6,7 @@ import IAPRoles
 import IAPSession
 import IAPTransport
 import IAPWire
+import Synchronization
 
 /// Which end of the link a command runs, and with what on top.
 public enum EndKind: String, Sendable {
@@ -73,6 +74,9 @@ public final class MediaEndpoint: @unchecked Sendable {
     public private(set) var everUp = false
     /// Why the link last went down or the transport closed, nil while it has not.
     public private(set) var endReason: String?
+    private let transportEnd = Mutex<String?>(nil)
+    /// Why the transport closed, readable from any task; nil while it is open.
+    public var transportClosedReason: String? { transportEnd.withLock { $0 } }
     public let app: SampleApp
     private var shell: HeadUnitShell?
     private var shellLines: [String] = []
@@ -202,6 +206,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             await perform(connection.received(session: session, bytes, now: now))
             driver.consumed(bytes.count)
         case .transportClosed(let reason):
+            transportEnd.withLock { $0 = reason }
             log("transport closed: \(reason)")
             endReason = endReason ?? "transport closed: \(reason)"
             await perform(connection.linkDown(now: now))

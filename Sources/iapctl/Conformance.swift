@@ -56,7 +56,7 @@ struct Conformance: AsyncParsableCommand {
     var json = false
 
     @Option(help: ArgumentHelp("Run the real-time cases against another implementation over this transport (tcp:HOST:PORT, tcp-listen:HOST:PORT, serial:PATH@BAUD, or loopback for this project's own phone end).",
-                               valueName: "transport"))
+                               valueName: "transport"), transform: parseTransport)
     var against: TransportSpec?
 
     @Option(name: .customLong("as"), help: ArgumentHelp("With --against: which end this project plays, head-unit (accessory end: link and session cases) or phone (device end: session cases).",

@@ -10,16 +10,18 @@ import IAPUSB
 import IAPWire
 import Synchronization
 
-extension TransportSpec: ExpressibleByArgument {
-    public init?(argument: String) {
-        guard let spec = try? TransportSpec(parsing: argument) else { return nil }
-        self = spec
+/// `--transport` values: a value that does not parse says what is wrong with it.
+func parseTransport(_ argument: String) throws -> TransportSpec {
+    do {
+        return try TransportSpec(parsing: argument)
+    } catch {
+        throw ValidationError(error.description)
     }
 }
 
 struct TransportOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How to reach the other end: \(TransportSpec.forms). With loopback both ends run in this process.",
-                               valueName: "transport"))
+                               valueName: "transport"), transform: parseTransport)
     var transport: TransportSpec = .loopback
 
     @Option(help: ArgumentHelp("Also write this end's traffic to a usbmon pcapng file as it happens (read it with `iapctl decode`).",

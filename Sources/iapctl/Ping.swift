@@ -24,20 +24,20 @@ struct Ping: AsyncParsableCommand {
 
     @OptionGroup var options: TransportOptions
 
-    @Option(help: "Pings to send.")
+    @Option(parsing: .unconditional, help: "Pings to send.")
     var count = 100
 
-    @Option(help: "Padding bytes in each ping (0...60000).")
+    @Option(parsing: .unconditional, help: "Padding bytes in each ping (0...60000).")
     var size = 64
 
-    @Option(help: "Seconds to wait for each answer.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for each answer.")
     var timeout = 5.0
 
     @Flag(help: "Print one JSON object with the figures instead of text.")
     var json = false
 
     func validate() throws {
-        guard count > 0 else { throw ValidationError("--count must be at least 1") }
+        guard count > 0 else { throw ValidationError("--count must be at least 1, not \(count)") }
         guard (0...60_000).contains(size) else { throw ValidationError("--size must be between 0 and 60000 bytes") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
@@ -75,8 +75,11 @@ struct Ping: AsyncParsableCommand {
         // Wait for the link.
         let start = MonotonicClock.now()
         while !end.driver.isUp {
+            if let reason = end.transportClosedReason {
+                throw CommandFailure(message: "cannot reach the other end: \(reason)")
+            }
             if Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9 > timeout * 4 {
-                throw ValidationError("the link did not come up over \(options.transport) within \(Int(timeout * 4)) s")
+                throw CommandFailure(message: "the link did not come up over \(options.transport) within \(Int(timeout * 4)) s (is the other end running and speaking iAP2?)")
             }
             try await Task.sleep(for: .milliseconds(2))
         }
