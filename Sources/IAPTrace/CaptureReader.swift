@@ -225,13 +225,10 @@ public struct CaptureReader: Sendable {
                 return malformed("packet refers to interface \(interface), but only \(interfaces.count) are described")
             }
             frameCount += 1
-            let units = interfaces[interface].unitsPerSecond
-            // A corrupt timestamp may not fit in nanoseconds: saturate rather than trap.
-            let scaled = timestamp.multipliedReportingOverflow(by: 1_000_000_000 / max(units, 1))
-            let nanos = units >= 1_000_000_000 ? timestamp / (units / 1_000_000_000) : scaled.overflow ? (timestamp < 0 ? .min : .max) : scaled.partialValue
             return .record(CaptureRecord(
                 frame: frameCount, linkType: interfaces[interface].linkType, bigEndian: bigEndian,
-                timestampNanoseconds: nanos, data: buffer[block + 28..<block + 28 + captured], originalLength: original))
+                timestampNanoseconds: Self.nanoseconds(timestamp, unitsPerSecond: interfaces[interface].unitsPerSecond),
+                data: buffer[block + 28..<block + 28 + captured], originalLength: original))
         case 3: // Simple Packet Block: interface 0, captured length bounded by the block
             guard length >= 16 else { return malformed("simple packet block of \(length) bytes, under the 16-byte minimum") }
             guard let first = interfaces.first else {
@@ -247,6 +244,21 @@ public struct CaptureReader: Sendable {
             // Section headers, statistics, name resolution, custom blocks.
             return .other
         }
+    }
+
+    /// A pcapng timestamp in nanoseconds. Whole seconds and the remainder are
+    /// scaled apart, so that units that do not divide a second in whole
+    /// nanoseconds (binary resolutions, 2^-10 s say) are not rounded per unit.
+    /// A corrupt timestamp may not fit in nanoseconds: saturate rather than trap.
+    static func nanoseconds(_ timestamp: Int64, unitsPerSecond: Int64) -> Int64 {
+        let units = max(unitsPerSecond, 1)
+        if units >= 1_000_000_000 { return timestamp / (units / 1_000_000_000) }
+        let (seconds, remainder) = timestamp.quotientAndRemainder(dividingBy: units)
+        // |remainder| < units < 10^9, so this product fits.
+        let fraction = remainder * 1_000_000_000 / units
+        let whole = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let sum = whole.partialValue.addingReportingOverflow(fraction)
+        return whole.overflow || sum.overflow ? (timestamp < 0 ? .min : .max) : sum.partialValue
     }
 
     /// `if_tsresol` option of an interface description (default microseconds).
