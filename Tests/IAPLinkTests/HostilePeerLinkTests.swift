@@ -327,6 +327,21 @@ func violations(_ events: [LinkEvent]) -> [LinkViolation] {
         #expect(device.packets.last?.acknowledgement == 0x13)
     }
 
+    /// A peer that resends a packet already delivered missed our
+    /// acknowledgement: it is acknowledged again at once, not after the
+    /// cumulative-ACK timeout, and not delivered twice.
+    @Test func aRepeatOfADeliveredPacketIsAcknowledgedAtOnce() throws {
+        var device = try ScriptedLink.connectedDevice(proposal: LinkParameters(maximumCumulativeAcks: 4))
+        try device.receive(ScriptedLink.data(0x11, [1]))
+        let before = device.written.count
+        #expect(before == 0 || device.packets.last?.acknowledgement != 0x11, "acknowledged before the cumulative count or timeout")
+        try device.receive(ScriptedLink.data(0x11, [1]))
+        #expect(device.written.count == before + 1)
+        #expect(device.packets.last?.control == .ack && device.packets.last?.acknowledgement == 0x11)
+        #expect(device.delivered.map(\.bytes) == [[1]])
+        #expect(device.link.statistics.duplicatesReceived == 1)
+    }
+
     // MARK: 12. Oversized packets and unknown sessions
 
     @Test func oversizedPacketsAndUnknownSessionsAreCountedAndReportedOnce() throws {
