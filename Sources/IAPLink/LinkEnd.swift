@@ -368,9 +368,14 @@ public struct LinkEnd: Sendable {
     /// The accessory proposes its parameters again on a connected link. New
     /// data waits while the packets in flight are acknowledged; then SYN goes
     /// out. Sequence numbers carry on across the renegotiation, so nothing in
-    /// flight either way is lost or delivered twice.
+    /// flight either way is lost or delivered twice. Nothing happens when
+    /// the SYN or the device's SYN+ACK (which echoes the sessions) would be
+    /// longer than the packet lengths negotiated: the other end would drop
+    /// it as oversized and the link would go down after the retries.
     public mutating func renegotiate(now: LinkInstant) -> [LinkAction] {
-        guard configuration.role == .accessory, isUp else { return [] }
+        guard configuration.role == .accessory, case .connected(let link) = state else { return [] }
+        let synLength = LinkPacket.headerLength + configuration.parameters.synchronization.encodedLength + 1
+        guard synLength <= min(link.sendPacketLength, link.receivePacketLength) else { return [] }
         renegotiationRequested = true
         flush(now: now)
         return takeActions()

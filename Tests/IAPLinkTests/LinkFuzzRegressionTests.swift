@@ -1,0 +1,60 @@
+import Testing
+import IAPLink
+import IAPWire
+
+/// Findings of the FuzzLinkEnd fuzz target (Fuzz/, Docs/Fuzzing.md), each
+/// with its minimised input. Replay one with
+/// `Fuzz/.build-fuzz/release/FuzzLinkEnd <file with the bytes>`.
+@Suite struct LinkFuzzRegressionTests {
+    /// Pair mode (first byte odd): a device that advertised 25-byte packets,
+    /// an accessory with the three standard sessions, a few packets across,
+    /// then `renegotiate()`. The accessory's SYN is 29 bytes (10 + 3 per
+    /// session + header and checksum), over the 25 the device can receive:
+    /// the device dropped it as oversized and the link went down once the
+    /// SYN retries ran out. Found as "accessory wrote a 29-byte packet (SYN)
+    /// over the peer's 24-byte limit".
+    static let renegotiationOverThePeersLimit: [UInt8] = [0x01, 0x03, 0x01, 0x00, 0x00, 0x00, 0x00, 0x08, 0x55, 0x73, 0xCE, 0x01, 0x08, 0x00, 0x08, 0xCE]
+
+    /// An accessory brought up by a scripted device whose SYN+ACK advertises
+    /// `devicePacketLength`.
+    static func connectedAccessory(devicePacketLength: Int) throws -> ScriptedLink {
+        var accessory = ScriptedLink(LinkConfiguration(role: .accessory, skipDetect: true, initialSequence: 0x10))
+        accessory.start()
+        let syn = try #require(accessory.packets.last)
+        #expect(syn.control == .syn)
+        let proposal = try LinkSynchronization(decoding: syn.payload)
+        var limits = LinkParameters()
+        limits.maximumPacketLength = devicePacketLength
+        guard case .success(let negotiated) = LinkNegotiation.answer(to: proposal, limits: limits) else {
+            Issue.record("the scripted device refused the accessory's proposal")
+            return accessory
+        }
+        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x80, acknowledgement: syn.sequence, payload: negotiated.answer.encoded()))
+        #expect(accessory.link.isUp)
+        return accessory
+    }
+
+    @Test func renegotiationIsNotStartedWhenItsSYNCannotReachThePeer() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 25)
+        #expect(accessory.link.negotiated?.sendPacketLength == 25)
+        let before = accessory.written.count
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        let after = Array(accessory.written[before...])
+        #expect(after.allSatisfy { $0.count <= 25 }, "packets of \(after.map(\.count)) bytes written after renegotiate()")
+        #expect(!after.contains { (try? LinkPacket(decoding: $0))?.control.contains(.syn) == true }, "a SYN was sent")
+        // The link carries on: data still goes out within the limit.
+        try accessory.send(Array(repeating: 7, count: 40))
+        #expect(accessory.link.isUp)
+        #expect(accessory.written[before...].allSatisfy { $0.count <= 25 })
+        #expect(!accessory.events.contains { if case .down = $0 { true } else { false } })
+    }
+
+    @Test func renegotiationStillRunsWhenItsSYNFits() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 29)
+        let before = accessory.written.count
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        let syns = accessory.written[before...].compactMap { try? LinkPacket(decoding: $0) }.filter { $0.control == .syn }
+        #expect(syns.count == 1)
+        #expect(accessory.written[before...].allSatisfy { $0.count <= 29 })
+    }
+}
