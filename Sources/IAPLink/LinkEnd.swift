@@ -335,7 +335,7 @@ public struct LinkEnd: Sendable {
     }
 
     /// Sends RST and ends the connection (reported as `.down(.localReset)`
-    /// when it was up).
+    /// when it was up, renegotiating included, as `transportClosed` does).
     public mutating func reset(now: LinkInstant) -> [LinkAction] {
         switch state {
         case .idle, .closed:
@@ -343,9 +343,13 @@ public struct LinkEnd: Sendable {
         case .restarting:
             closeQuietly()
             return takeActions()
+        case .connected, .answered(_, true), .synchronizing(_, _, _, true):
+            emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+            goDown(.localReset, now: now, restarting: false)
+            return takeActions()
         default:
             emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
-            if isUp { goDown(.localReset, now: now, restarting: false) } else { closeQuietly() }
+            closeQuietly()
             return takeActions()
         }
     }

@@ -57,4 +57,38 @@ import IAPWire
         #expect(syns.count == 1)
         #expect(accessory.written[before...].allSatisfy { $0.count <= 29 })
     }
+
+    /// Single mode (first byte even), device end on a zero-ACK
+    /// configuration: the peer brings the link up, sends a second SYN (a
+    /// renegotiation, answered with SYN+ACK), and the application calls
+    /// `reset()` before the peer's ACK. The end sent RST and went back to
+    /// listening without reporting `.down`: `reset` only counted a link as up
+    /// in the connected state, not while renegotiating, so the connection
+    /// ended unreported (and its next `up` was a second one without a down).
+    /// Found as "device end reported up twice without down".
+    static let resetWhileRenegotiating: [UInt8] = [
+        0x00, 0xD6, 0x06, 0x01, 0x05, 0x10, 0x01, 0x02, 0x10, 0x80, 0x00, 0x00, 0x14, 0x04, 0x01, 0x05, 0x00, 0x00, 0x00, 0x02,
+        0x10, 0x80, 0x00, 0x00, 0x00, 0x02, 0x01, 0xB0, 0x02, 0x10, 0x80, 0x00, 0x00, 0x44, 0x65, 0x00, 0x04,
+    ]
+
+    @Test func aDeviceResetWhileRenegotiatingReportsDown() throws {
+        var device = try ScriptedLink.connectedDevice()
+        #expect(device.link.isUp)
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: LinkParameters().synchronization.encoded()))
+        #expect(device.packets.last?.control == [.syn, .ack])
+        device.apply(device.link.reset(now: device.now))
+        #expect(device.packets.last?.control == .rst)
+        let downs = device.events.filter { if case .down = $0 { true } else { false } }
+        #expect(downs == [.down(.localReset)])
+    }
+
+    @Test func anAccessoryResetWhileRenegotiatingReportsDown() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 4096)
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        #expect(accessory.packets.last?.control == .syn)
+        accessory.apply(accessory.link.reset(now: accessory.now))
+        #expect(accessory.packets.last?.control == .rst)
+        let downs = accessory.events.filter { if case .down = $0 { true } else { false } }
+        #expect(downs == [.down(.localReset)])
+    }
 }
