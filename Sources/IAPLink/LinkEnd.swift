@@ -557,7 +557,7 @@ public struct LinkEnd: Sendable {
                 if readerStalled { statistics.packetsHeldForReader += 1 }
             } else {
                 statistics.outOfOrderReceived += 1
-                if !readerStalled { sendEAK(now: now) }
+                if !readerStalled { sendEAK(link: link, now: now) }
             }
         } else {
             // Already delivered: the peer missed our acknowledgement.
@@ -664,10 +664,12 @@ public struct LinkEnd: Sendable {
         }
     }
 
-    private mutating func sendEAK(now: LinkInstant) {
-        let list = held.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }
+    /// Lists the held packets nearest first, as many as fit one packet the
+    /// peer can receive (a window can hold more than that).
+    private mutating func sendEAK(link: NegotiatedLink, now: LinkInstant) {
+        let list = held.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }.prefix(max(0, link.maximumPayload))
         statistics.eaksSent += 1
-        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: list), now: now)
+        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: Array(list)), now: now)
         pendingAcks = 0
         ackDeadline = nil
     }

@@ -91,4 +91,32 @@ import IAPWire
         let downs = accessory.events.filter { if case .down = $0 { true } else { false } }
         #expect(downs == [.down(.localReset)])
     }
+
+    /// Pair mode: a device with a receive window of 8 and an accessory that
+    /// can receive only 24-byte packets (14 payload bytes); packets lost on
+    /// the wire leave the device holding more out-of-order packets than an
+    /// EAK of 14 numbers can list. Its EAK listed them all and came out 25
+    /// bytes long, over the accessory's limit, so the accessory dropped it.
+    /// Found as "device wrote a 25-byte packet (ACK+EAK) over the peer's
+    /// 24-byte limit".
+    static let eakOverThePeersLimit: [UInt8] = [
+        0x05, 0x4D, 0x00, 0x10, 0x65, 0x00, 0x01, 0x00, 0x08, 0x00, 0x08, 0x0B, 0x01, 0x00, 0x08, 0xCB, 0xCB, 0x02, 0x10,
+    ]
+
+    @Test func anEAKListsOnlyAsManyPacketsAsFitThePeersLimit() throws {
+        var configuration = LinkConfiguration(role: .device, initialSequence: 0x80)
+        configuration.parameters.maximumOutstandingPackets = 32
+        var device = try ScriptedLink.connectedDevice(configuration, proposal: LinkParameters(maximumPacketLength: 24))
+        #expect(device.link.negotiated?.sendPacketLength == 24)
+        // Data 0x11 is lost; 0x12 to 0x21 arrive and are held out of order.
+        let before = device.written.count
+        for sequence in UInt8(0x12)...0x21 { try device.receive(ScriptedLink.data(sequence, [sequence])) }
+        #expect(device.written[before...].allSatisfy { $0.count <= 24 }, "\(device.written[before...].map(\.count))")
+        let eak = try #require(device.packets.last { $0.control.contains(.eak) })
+        #expect(eak.payload == Array(UInt8(0x12)...0x1F))
+        #expect(device.delivered.isEmpty)
+        // The lost packet arrives: everything held is delivered in order.
+        try device.receive(ScriptedLink.data(0x11, [0x11]))
+        #expect(device.delivered.map(\.bytes) == (UInt8(0x11)...0x21).map { [$0] })
+    }
 }
