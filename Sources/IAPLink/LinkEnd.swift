@@ -507,6 +507,9 @@ public struct LinkEnd: Sendable {
     private mutating func becomeConnected(_ link: NegotiatedLink, renegotiated: Bool, now: LinkInstant) {
         state = .connected(link)
         held.removeAll()
+        // A zero-ACK link neither acknowledges nor retransmits: packets in
+        // flight from before a renegotiation to zero-ACK are done with.
+        if link.zeroAck { unacked.removeAll() }
         pendingAcks = 0
         ackDeadline = nil
         lastReceived = now

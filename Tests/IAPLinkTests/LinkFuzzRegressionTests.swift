@@ -119,4 +119,31 @@ import IAPWire
         try device.receive(ScriptedLink.data(0x11, [0x11]))
         #expect(device.delivered.map(\.bytes) == (UInt8(0x11)...0x21).map { [$0] })
     }
+
+    /// Single mode, device end: data sent on an acknowledged link, then the
+    /// peer renegotiates to zero-ACK. The packet in flight stayed in the
+    /// retransmission queue for good: a zero-ACK link neither reads
+    /// acknowledgements nor retransmits, so nothing ever removed it (and
+    /// `unacknowledgedCount` stayed above 0 on a zero-ACK link). Found as
+    /// "device end: zero-ACK link keeps packets for retransmission".
+    static let renegotiationToZeroAck: [UInt8] = [
+        0x00, 0x44, 0x69, 0x63, 0x74, 0x69, 0x01, 0x02, 0xED, 0x80, 0x01, 0x01, 0x01, 0x68, 0x65, 0x6C, 0x00, 0xAB, 0xD0, 0xD0,
+        0x30, 0x43, 0x6C, 0x65, 0x64, 0x07, 0x00, 0x14, 0x68, 0x6C,
+    ]
+
+    @Test func renegotiatingToZeroAckDropsThePacketsInFlight() throws {
+        var device = try ScriptedLink.connectedDevice()
+        try device.send([1, 2, 3])
+        #expect(device.link.unacknowledgedCount == 1)
+        var zeroAck = LinkParameters()
+        zeroAck.zeroAck = true
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: zeroAck.synchronization.encoded()))
+        try device.receive(LinkPacket(control: .ack, sequence: 0x11, acknowledgement: 0x81))
+        #expect(device.link.negotiated?.zeroAck == true)
+        #expect(device.link.unacknowledgedCount == 0)
+        // Nothing is retransmitted later either.
+        let before = device.written.count
+        device.advance(.seconds(5))
+        #expect(!device.written[before...].contains { (try? LinkPacket(decoding: $0))?.payload == [1, 2, 3] })
+    }
 }
