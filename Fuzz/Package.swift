@@ -1,5 +1,6 @@
 // swift-tools-version:5.4
-// Fuzz entry points for the wire and trace decoders; see ../Docs/Fuzzing.md
+// Fuzz entry points for the wire and trace decoders, the link end and the
+// session roles above it; see ../Docs/Fuzzing.md
 // and ../scripts/fuzz.sh.
 //
 // Each executable defines LLVMFuzzerTestOneInput and takes main() from
@@ -24,6 +25,23 @@ let package = Package(
         .executableTarget(
             name: "FuzzControlMessage",
             dependencies: ["FuzzSupport", .product(name: "IAPWire", package: "iap-devkit")]
+        ),
+        .executableTarget(
+            name: "FuzzLinkEnd",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "IAPWire", package: "iap-devkit"),
+                .product(name: "IAPLink", package: "iap-devkit"),
+            ]
+        ),
+        .executableTarget(
+            name: "FuzzSession",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "IAPWire", package: "iap-devkit"),
+                .product(name: "IAPLink", package: "iap-devkit"),
+                .product(name: "IAPRoles", package: "iap-devkit"),
+            ]
         ),
         .executableTarget(
             name: "FuzzTraceInput",

@@ -3,9 +3,15 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET]
 #
-# SECONDS  time per target (default 60)
-# TARGET   link | control | trace | all (default), or a full target name
-#          (FuzzLinkStream, FuzzControlMessage, FuzzTraceInput)
+# SECONDS  time per target (default 60; 0: no time limit, with FUZZ_RUNS)
+# TARGET   link | control | trace | linkend | session | all (default), or a
+#          full target name (FuzzLinkStream, FuzzControlMessage,
+#          FuzzTraceInput, FuzzLinkEnd, FuzzSession)
+#
+# FUZZ_CONFIGURATION=release builds with optimisation (still with ASan and
+# libFuzzer), several times faster than the default debug build; binaries
+# go to Fuzz/.build-fuzz/release/. FUZZ_RUNS=N stops each target after N
+# executions (libFuzzer's -runs) as well as after SECONDS.
 #
 # Corpora live in Fuzz/corpus/<Target>/ (kept between runs, git-ignored) and
 # are seeded every run from Tests/IAPWireTests/Fixtures/public/*.hex plus a
@@ -16,6 +22,7 @@
 #
 # Reproduce a crash:  Fuzz/.build-fuzz/debug/FuzzLinkStream Fuzz/crashes/FuzzLinkStream-crash-...
 # Minimise it:        Fuzz/.build-fuzz/debug/FuzzLinkStream -minimize_crash=1 -runs=100000 <crash-file>
+# (release/ instead of debug/ for a FUZZ_CONFIGURATION=release build)
 set -euo pipefail
 # The Swift runtime's backtracer fights ASan over the crashing thread; let
 # libFuzzer and ASan report instead.
@@ -26,21 +33,28 @@ WHICH="${2:-all}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 FUZZ="$ROOT/Fuzz"
 SCRATCH="$FUZZ/.build-fuzz"
-BIN="$SCRATCH/debug"
+CONFIGURATION="${FUZZ_CONFIGURATION:-debug}"
+case "$CONFIGURATION" in
+    debug|release) ;;
+    *) echo "FUZZ_CONFIGURATION must be debug or release, not '$CONFIGURATION'" >&2; exit 2 ;;
+esac
+BIN="$SCRATCH/$CONFIGURATION"
 LOGS="$SCRATCH/logs"
 CRASHES="$FUZZ/crashes"
 CORPUS="$FUZZ/corpus"
 
 case "$WHICH" in
-    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput) ;;
+    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput FuzzLinkEnd FuzzSession) ;;
     link|FuzzLinkStream) TARGETS=(FuzzLinkStream) ;;
     control|FuzzControlMessage) TARGETS=(FuzzControlMessage) ;;
     trace|FuzzTraceInput) TARGETS=(FuzzTraceInput) ;;
-    *) echo "unknown target '$WHICH' (link, control, trace or all)" >&2; exit 2 ;;
+    linkend|FuzzLinkEnd) TARGETS=(FuzzLinkEnd) ;;
+    session|FuzzSession) TARGETS=(FuzzSession) ;;
+    *) echo "unknown target '$WHICH' (link, control, trace, linkend, session or all)" >&2; exit 2 ;;
 esac
 
-echo "== building fuzz targets (debug, -sanitize=fuzzer,address) in $SCRATCH"
-(cd "$FUZZ" && swift build -c debug --scratch-path "$SCRATCH" \
+echo "== building fuzz targets ($CONFIGURATION, -sanitize=fuzzer,address) in $SCRATCH"
+(cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1 | tail -n 3)
 
 mkdir -p "$LOGS" "$CRASHES" "$CORPUS"
@@ -50,7 +64,7 @@ python3 - "$ROOT/Tests/IAPWireTests/Fixtures/public" "$CORPUS" <<'PY'
 import glob, os, struct, sys
 
 fixtures, corpus = sys.argv[1], sys.argv[2]
-dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput")}
+dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput", "FuzzLinkEnd", "FuzzSession")}
 for d in dirs.values():
     os.makedirs(d, exist_ok=True)
 
@@ -221,6 +235,43 @@ write("FuzzTraceInput", "gen-handshake.pcap", pcap(handshake))
 write("FuzzTraceInput", "gen-handshake.hex",
       "".join("%s %s\n" % (m, d.hex(" ")) for m, d in handshake).encode())
 
+# Scripts for FuzzLinkEnd (see its header for the format): one end against a
+# scripted peer (first byte even; a handshake as the device's peer, one as
+# the accessory's, then tagged data, consumption, resends and time) and two
+# ends over a faulty wire (first byte odd).
+config = [0x03, 0x06, 0x01, 0x05, 0x00, 0x10]
+def tagged(n):
+    return [7, 0, n] + [0x30 + i for i in range(n)] + [0, 0]
+device_peer = ([1, 2, 0x10, 0xA3, 2, 1, 2, 2, 7, 4, 0, 1, 1] + tagged(5) + tagged(9) + [0xA2, 255] + tagged(3)
+               + [9, 1, 0, 0, 0xAB, 0x22] + tagged(4) + [0xA0, 0x20, 4, 0, 1, 0xAB, 0x44])
+accessory_peer = ([1, 3, 0x40, 1, 1, 8, 0x10, 0x00, 1, 4, 0, 1] + tagged(5) + tagged(9) + [0xA2, 255] + tagged(3)
+                  + [9, 1, 0, 0, 0xAB, 0x22] + tagged(4) + [0xA0, 0x20, 4, 0, 1, 0xA5, 0xAB, 0x12, 3, 0x41, 1, 1, 8, 0x10, 0, 1]
+                  + tagged(6) + [0xAB, 0x44])
+link_end_scripts = {
+    "device-peer": bytes([0] + config + device_peer),
+    "accessory-peer": bytes([0] + config + accessory_peer),
+    "pair": bytes([1] + config + config + [0x65, 0, 1, 0x08, 0, 8, 0x03, 0x0B, 0, 8, 0, 8, 0x25, 0, 8, 0, 8, 0, 8,
+                                           0x03, 0x0B, 0x13, 0x21, 0, 8, 0, 8, 0xA5, 0, 8, 0, 8]),
+    "pair-faults": bytes([1] + config + config + [0x65, 0, 0x10, 0x08, 0, 0x18, 0x03, 0x0B, 0x30, 0x08, 0x40, 1, 0x50, 2,
+                                                  0x25, 0x0B, 0x13, 0x08, 0x08, 0x00, 0xFF, 0x85]),
+}
+for name, data in link_end_scripts.items():
+    write("FuzzLinkEnd", "gen-" + name, data)
+
+# Scripts for FuzzSession: link up, identification, browsing, a command and
+# the app's answers, all exchanged intact; and the same with faults.
+session_scripts = {
+    "conversation": bytes([0x0A, 0x0E, 0x09, 0x00, 0x00, 0x0E, 0x07, 0x01, 0x00, 0x0E, 0x09, 0x00, 0x00, 0x0E, 0x07, 0x05, 0x03,
+                           0x0E, 0x07, 0x07, 0x01, 0x0E, 0x09, 0x00, 0x00, 0x0E, 0x0B, 0x03, 0x0E, 0x06, 0x00, 0x05, 0x01, 0x10,
+                           0x05, 0x0E, 0x1A, 0x0A, 0x0E, 0x07, 0x04, 0x02, 0x0B, 0x05, 0x0E]),
+    "faults": bytes([0x0A, 0x00, 0x00, 0x80, 0x00, 0x00, 0x03, 0x05, 0x01, 0x80, 0x02, 0x00, 0x04, 0x01, 0x00, 0x80, 0x05, 0x07,
+                     0x0E, 0x85, 0x02, 0x01, 0x02]),
+}
+for name, data in session_scripts.items():
+    write("FuzzSession", "gen-" + name, data)
+for name, data in generated_messages.items():
+    write("FuzzSession", "gen-message-" + name, bytes([0x0A, 0x0E, 0x04, len(data) % 64]) + data[:63] + bytes([0x0E]))
+
 # A dictionary of the formats' magic numbers.
 with open(os.path.join(corpus, "iap.dict"), "w") as f:
     for token in (b"\xff\x5a", b"\xff\x55", b"\xff\x55\x02\x00\xee\x10", b"\x40\x40", b"\x0a\x0d\x0d\x0a",
@@ -235,15 +286,20 @@ for target in "${TARGETS[@]}"; do
     log="$LOGS/$target.log"
     echo "== $target: ${SECONDS_PER_TARGET}s, corpus $CORPUS/$target ($(ls "$CORPUS/$target" | wc -l) inputs), log $log"
     set +e
+    limits=()
+    [ "$SECONDS_PER_TARGET" != 0 ] && limits+=(-max_total_time="$SECONDS_PER_TARGET")
+    [ -n "${FUZZ_RUNS:-}" ] && limits+=(-runs="$FUZZ_RUNS")
+    started=$(date +%s)
     # shellcheck disable=SC2086
     "$BIN/$target" "$CORPUS/$target" \
         -dict="$CORPUS/iap.dict" \
-        -max_total_time="$SECONDS_PER_TARGET" \
+        "${limits[@]}" \
         -rss_limit_mb=2048 -timeout=10 \
         -artifact_prefix="$CRASHES/$target-" \
         -print_final_stats=1 ${FUZZ_FLAGS:-} >"$log" 2>&1
     rc=$?
     set -e
+    elapsed=$(( $(date +%s) - started ))
     runs=$(grep -h "stat::number_of_executed_units" "$log" | awk '{s += $2} END {print s + 0}')
     if [ "$rc" -eq 0 ]; then
         result="clean"
@@ -253,10 +309,10 @@ for target in "${TARGETS[@]}"; do
         kind=$(grep -hoE "ERROR: (libFuzzer|AddressSanitizer): [a-zA-Z_-]+|FUZZ INVARIANT BROKEN: .*|Fatal error: .*" "$log" | head -n 1)
         result="FAILED (exit $rc): ${kind:-see log}; input: ${artifact:-none}"
     fi
-    SUMMARY+=("$(printf '%-20s %12s executions  %s' "$target" "$runs" "$result")")
+    SUMMARY+=("$(printf '%-20s %12s executions %7ss  %s' "$target" "$runs" "$elapsed" "$result")")
 done
 
 echo
-echo "== summary (${SECONDS_PER_TARGET}s per target)"
+echo "== summary ($CONFIGURATION build, ${SECONDS_PER_TARGET}s per target${FUZZ_RUNS:+, at most $FUZZ_RUNS runs})"
 printf '%s\n' "${SUMMARY[@]}"
 exit $status

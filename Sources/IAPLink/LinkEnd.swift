@@ -335,7 +335,7 @@ public struct LinkEnd: Sendable {
     }
 
     /// Sends RST and ends the connection (reported as `.down(.localReset)`
-    /// when it was up).
+    /// when it was up, renegotiating included, as `transportClosed` does).
     public mutating func reset(now: LinkInstant) -> [LinkAction] {
         switch state {
         case .idle, .closed:
@@ -343,9 +343,13 @@ public struct LinkEnd: Sendable {
         case .restarting:
             closeQuietly()
             return takeActions()
+        case .connected, .answered(_, true), .synchronizing(_, _, _, true):
+            emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+            goDown(.localReset, now: now, restarting: false)
+            return takeActions()
         default:
             emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
-            if isUp { goDown(.localReset, now: now, restarting: false) } else { closeQuietly() }
+            closeQuietly()
             return takeActions()
         }
     }
@@ -368,9 +372,14 @@ public struct LinkEnd: Sendable {
     /// The accessory proposes its parameters again on a connected link. New
     /// data waits while the packets in flight are acknowledged; then SYN goes
     /// out. Sequence numbers carry on across the renegotiation, so nothing in
-    /// flight either way is lost or delivered twice.
+    /// flight either way is lost or delivered twice. Nothing happens when
+    /// the SYN or the device's SYN+ACK (which echoes the sessions) would be
+    /// longer than the packet lengths negotiated: the other end would drop
+    /// it as oversized and the link would go down after the retries.
     public mutating func renegotiate(now: LinkInstant) -> [LinkAction] {
-        guard configuration.role == .accessory, isUp else { return [] }
+        guard configuration.role == .accessory, case .connected(let link) = state else { return [] }
+        let synLength = LinkPacket.headerLength + configuration.parameters.synchronization.encodedLength + 1
+        guard synLength <= min(link.sendPacketLength, link.receivePacketLength) else { return [] }
         renegotiationRequested = true
         flush(now: now)
         return takeActions()
@@ -498,6 +507,9 @@ public struct LinkEnd: Sendable {
     private mutating func becomeConnected(_ link: NegotiatedLink, renegotiated: Bool, now: LinkInstant) {
         state = .connected(link)
         held.removeAll()
+        // A zero-ACK link neither acknowledges nor retransmits: packets in
+        // flight from before a renegotiation to zero-ACK are done with.
+        if link.zeroAck { unacked.removeAll() }
         pendingAcks = 0
         ackDeadline = nil
         lastReceived = now
@@ -548,7 +560,7 @@ public struct LinkEnd: Sendable {
                 if readerStalled { statistics.packetsHeldForReader += 1 }
             } else {
                 statistics.outOfOrderReceived += 1
-                if !readerStalled { sendEAK(now: now) }
+                if !readerStalled { sendEAK(link: link, now: now) }
             }
         } else {
             // Already delivered: the peer missed our acknowledgement.
@@ -655,10 +667,12 @@ public struct LinkEnd: Sendable {
         }
     }
 
-    private mutating func sendEAK(now: LinkInstant) {
-        let list = held.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }
+    /// Lists the held packets nearest first, as many as fit one packet the
+    /// peer can receive (a window can hold more than that).
+    private mutating func sendEAK(link: NegotiatedLink, now: LinkInstant) {
+        let list = held.keys.sorted { ($0 &- receivedSequence) < ($1 &- receivedSequence) }.prefix(max(0, link.maximumPayload))
         statistics.eaksSent += 1
-        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: list), now: now)
+        emitPacket(LinkPacket(control: [.eak, .ack], sequence: sendSequence, acknowledgement: receivedSequence, payload: Array(list)), now: now)
         pendingAcks = 0
         ackDeadline = nil
     }

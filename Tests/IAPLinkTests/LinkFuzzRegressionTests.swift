@@ -1,0 +1,149 @@
+import Testing
+import IAPLink
+import IAPWire
+
+/// Findings of the FuzzLinkEnd fuzz target (Fuzz/, Docs/Fuzzing.md), each
+/// with its minimised input. Replay one with
+/// `Fuzz/.build-fuzz/release/FuzzLinkEnd <file with the bytes>`.
+@Suite struct LinkFuzzRegressionTests {
+    /// Pair mode (first byte odd): a device that advertised 25-byte packets,
+    /// an accessory with the three standard sessions, a few packets across,
+    /// then `renegotiate()`. The accessory's SYN is 29 bytes (10 + 3 per
+    /// session + header and checksum), over the 25 the device can receive:
+    /// the device dropped it as oversized and the link went down once the
+    /// SYN retries ran out. Found as "accessory wrote a 29-byte packet (SYN)
+    /// over the peer's 24-byte limit".
+    static let renegotiationOverThePeersLimit: [UInt8] = [0x01, 0x03, 0x01, 0x00, 0x00, 0x00, 0x00, 0x08, 0x55, 0x73, 0xCE, 0x01, 0x08, 0x00, 0x08, 0xCE]
+
+    /// An accessory brought up by a scripted device whose SYN+ACK advertises
+    /// `devicePacketLength`.
+    static func connectedAccessory(devicePacketLength: Int) throws -> ScriptedLink {
+        var accessory = ScriptedLink(LinkConfiguration(role: .accessory, skipDetect: true, initialSequence: 0x10))
+        accessory.start()
+        let syn = try #require(accessory.packets.last)
+        #expect(syn.control == .syn)
+        let proposal = try LinkSynchronization(decoding: syn.payload)
+        var limits = LinkParameters()
+        limits.maximumPacketLength = devicePacketLength
+        guard case .success(let negotiated) = LinkNegotiation.answer(to: proposal, limits: limits) else {
+            Issue.record("the scripted device refused the accessory's proposal")
+            return accessory
+        }
+        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x80, acknowledgement: syn.sequence, payload: negotiated.answer.encoded()))
+        #expect(accessory.link.isUp)
+        return accessory
+    }
+
+    @Test func renegotiationIsNotStartedWhenItsSYNCannotReachThePeer() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 25)
+        #expect(accessory.link.negotiated?.sendPacketLength == 25)
+        let before = accessory.written.count
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        let after = Array(accessory.written[before...])
+        #expect(after.allSatisfy { $0.count <= 25 }, "packets of \(after.map(\.count)) bytes written after renegotiate()")
+        #expect(!after.contains { (try? LinkPacket(decoding: $0))?.control.contains(.syn) == true }, "a SYN was sent")
+        // The link carries on: data still goes out within the limit.
+        try accessory.send(Array(repeating: 7, count: 40))
+        #expect(accessory.link.isUp)
+        #expect(accessory.written[before...].allSatisfy { $0.count <= 25 })
+        #expect(!accessory.events.contains { if case .down = $0 { true } else { false } })
+    }
+
+    @Test func renegotiationStillRunsWhenItsSYNFits() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 29)
+        let before = accessory.written.count
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        let syns = accessory.written[before...].compactMap { try? LinkPacket(decoding: $0) }.filter { $0.control == .syn }
+        #expect(syns.count == 1)
+        #expect(accessory.written[before...].allSatisfy { $0.count <= 29 })
+    }
+
+    /// Single mode (first byte even), device end on a zero-ACK
+    /// configuration: the peer brings the link up, sends a second SYN (a
+    /// renegotiation, answered with SYN+ACK), and the application calls
+    /// `reset()` before the peer's ACK. The end sent RST and went back to
+    /// listening without reporting `.down`: `reset` only counted a link as up
+    /// in the connected state, not while renegotiating, so the connection
+    /// ended unreported (and its next `up` was a second one without a down).
+    /// Found as "device end reported up twice without down".
+    static let resetWhileRenegotiating: [UInt8] = [
+        0x00, 0xD6, 0x06, 0x01, 0x05, 0x10, 0x01, 0x02, 0x10, 0x80, 0x00, 0x00, 0x14, 0x04, 0x01, 0x05, 0x00, 0x00, 0x00, 0x02,
+        0x10, 0x80, 0x00, 0x00, 0x00, 0x02, 0x01, 0xB0, 0x02, 0x10, 0x80, 0x00, 0x00, 0x44, 0x65, 0x00, 0x04,
+    ]
+
+    @Test func aDeviceResetWhileRenegotiatingReportsDown() throws {
+        var device = try ScriptedLink.connectedDevice()
+        #expect(device.link.isUp)
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: LinkParameters().synchronization.encoded()))
+        #expect(device.packets.last?.control == [.syn, .ack])
+        device.apply(device.link.reset(now: device.now))
+        #expect(device.packets.last?.control == .rst)
+        let downs = device.events.filter { if case .down = $0 { true } else { false } }
+        #expect(downs == [.down(.localReset)])
+    }
+
+    @Test func anAccessoryResetWhileRenegotiatingReportsDown() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 4096)
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        #expect(accessory.packets.last?.control == .syn)
+        accessory.apply(accessory.link.reset(now: accessory.now))
+        #expect(accessory.packets.last?.control == .rst)
+        let downs = accessory.events.filter { if case .down = $0 { true } else { false } }
+        #expect(downs == [.down(.localReset)])
+    }
+
+    /// Pair mode: a device with a receive window of 8 and an accessory that
+    /// can receive only 24-byte packets (14 payload bytes); packets lost on
+    /// the wire leave the device holding more out-of-order packets than an
+    /// EAK of 14 numbers can list. Its EAK listed them all and came out 25
+    /// bytes long, over the accessory's limit, so the accessory dropped it.
+    /// Found as "device wrote a 25-byte packet (ACK+EAK) over the peer's
+    /// 24-byte limit".
+    static let eakOverThePeersLimit: [UInt8] = [
+        0x05, 0x4D, 0x00, 0x10, 0x65, 0x00, 0x01, 0x00, 0x08, 0x00, 0x08, 0x0B, 0x01, 0x00, 0x08, 0xCB, 0xCB, 0x02, 0x10,
+    ]
+
+    @Test func anEAKListsOnlyAsManyPacketsAsFitThePeersLimit() throws {
+        var configuration = LinkConfiguration(role: .device, initialSequence: 0x80)
+        configuration.parameters.maximumOutstandingPackets = 32
+        var device = try ScriptedLink.connectedDevice(configuration, proposal: LinkParameters(maximumPacketLength: 24))
+        #expect(device.link.negotiated?.sendPacketLength == 24)
+        // Data 0x11 is lost; 0x12 to 0x21 arrive and are held out of order.
+        let before = device.written.count
+        for sequence in UInt8(0x12)...0x21 { try device.receive(ScriptedLink.data(sequence, [sequence])) }
+        #expect(device.written[before...].allSatisfy { $0.count <= 24 }, "\(device.written[before...].map(\.count))")
+        let eak = try #require(device.packets.last { $0.control.contains(.eak) })
+        #expect(eak.payload == Array(UInt8(0x12)...0x1F))
+        #expect(device.delivered.isEmpty)
+        // The lost packet arrives: everything held is delivered in order.
+        try device.receive(ScriptedLink.data(0x11, [0x11]))
+        #expect(device.delivered.map(\.bytes) == (UInt8(0x11)...0x21).map { [$0] })
+    }
+
+    /// Single mode, device end: data sent on an acknowledged link, then the
+    /// peer renegotiates to zero-ACK. The packet in flight stayed in the
+    /// retransmission queue for good: a zero-ACK link neither reads
+    /// acknowledgements nor retransmits, so nothing ever removed it (and
+    /// `unacknowledgedCount` stayed above 0 on a zero-ACK link). Found as
+    /// "device end: zero-ACK link keeps packets for retransmission".
+    static let renegotiationToZeroAck: [UInt8] = [
+        0x00, 0x44, 0x69, 0x63, 0x74, 0x69, 0x01, 0x02, 0xED, 0x80, 0x01, 0x01, 0x01, 0x68, 0x65, 0x6C, 0x00, 0xAB, 0xD0, 0xD0,
+        0x30, 0x43, 0x6C, 0x65, 0x64, 0x07, 0x00, 0x14, 0x68, 0x6C,
+    ]
+
+    @Test func renegotiatingToZeroAckDropsThePacketsInFlight() throws {
+        var device = try ScriptedLink.connectedDevice()
+        try device.send([1, 2, 3])
+        #expect(device.link.unacknowledgedCount == 1)
+        var zeroAck = LinkParameters()
+        zeroAck.zeroAck = true
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: zeroAck.synchronization.encoded()))
+        try device.receive(LinkPacket(control: .ack, sequence: 0x11, acknowledgement: 0x81))
+        #expect(device.link.negotiated?.zeroAck == true)
+        #expect(device.link.unacknowledgedCount == 0)
+        // Nothing is retransmitted later either.
+        let before = device.written.count
+        device.advance(.seconds(5))
+        #expect(!device.written[before...].contains { (try? LinkPacket(decoding: $0))?.payload == [1, 2, 3] })
+    }
+}
