@@ -299,12 +299,39 @@ public struct PhoneMediaRole: Sendable {
             nextTransfer = nextTransfer == 255 ? 1 : nextTransfer + 1
             return [.send(.imageResponse(requestID: id, .success, transferID: transfer, error: nil)), .transferFile(id: transfer, bytes: bytes)]
         default:
-            return [answerFailure(pending.request, requestID: id, status: .commandFailed, error: "the app answered \(result) to \(pending.request)")]
+            // Kinds only: the values (a page of items, an item id from the
+            // head unit) can be too long for one message.
+            return [answerFailure(pending.request, requestID: id, status: .commandFailed,
+                                  error: "the app answered \(Self.kind(of: result)) to a \(Self.kind(of: pending.request)) request")]
         }
     }
 
-    private func answerFailure(_ request: LoadRequest, requestID id: UInt32, status: RequestStatus, error: String) -> Output {
+    static func kind(of result: LoadResult) -> String {
+        switch result {
+        case .page: "a page"
+        case .queue: "a queue"
+        case .image: "an image"
+        case .done: "done"
+        case .failed: "a failure"
+        }
+    }
+
+    static func kind(of request: LoadRequest) -> String {
         switch request {
+        case .tabs: "tabs"
+        case .children: "browse"
+        case .play: "play"
+        case .queue: "queue"
+        case .image: "image"
+        }
+    }
+
+    /// Longest error text an answer carries: the app's own can be anything.
+    static let maximumErrorLength = 1024
+
+    private func answerFailure(_ request: LoadRequest, requestID id: UInt32, status: RequestStatus, error: String) -> Output {
+        let error = error.utf8.count <= Self.maximumErrorLength ? error : String(decoding: error.utf8.prefix(Self.maximumErrorLength), as: UTF8.self)
+        return switch request {
         case .tabs, .children: .send(.browseResponse(BrowseResponse(requestID: id, status: status, error: error)))
         case .play: .send(.requestStatus(requestID: id, status, error: error))
         case .queue: .send(.queueResponse(QueueResponse(requestID: id, status: status, error: error)))
