@@ -33,18 +33,7 @@ public enum TCPTransport {
     public static func listen(host: String, port: UInt16, ready: (@Sendable (UInt16) -> Void)? = nil) -> Transport {
         let name = TransportSpec.tcpListen(host: host, port: port).description
         return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
-            let bound = try withAddresses(host: host, port: port, passive: true) { (address) throws(TransportError) -> Int32? in
-                let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-                guard fd >= 0 else { return nil }
-                var yes: Int32 = 1
-                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-                if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, 1) == 0 {
-                    return fd
-                }
-                Glibc.close(fd)
-                return nil
-            }
-            guard let listener = bound else { throw TransportError("\(name): cannot listen: \(String(cString: strerror(errno)))") }
+            let listener = try bindListening(host: host, port: port, backlog: 1, name: name)
             defer { Glibc.close(listener) }
             ready?(boundPort(listener))
             return try accept(on: listener, name: name)
@@ -55,19 +44,25 @@ public enum TCPTransport {
     /// once), for a server that takes one peer after another.
     public static func listener(host: String, port: UInt16) throws(TransportError) -> TCPListener {
         let name = TransportSpec.tcpListen(host: host, port: port).description
+        let bound = try bindListening(host: host, port: port, backlog: 4, name: name)
+        return TCPListener(name: name, descriptor: bound, port: boundPort(bound))
+    }
+
+    /// A socket bound to `host:port` and listening.
+    private static func bindListening(host: String, port: UInt16, backlog: Int32, name: String) throws(TransportError) -> Int32 {
         let bound = try withAddresses(host: host, port: port, passive: true) { (address) throws(TransportError) -> Int32? in
             let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { return nil }
             var yes: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-            if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, 4) == 0 {
+            if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, backlog) == 0 {
                 return fd
             }
             Glibc.close(fd)
             return nil
         }
         guard let bound else { throw TransportError("\(name): cannot listen: \(String(cString: strerror(errno)))") }
-        return TCPListener(name: name, descriptor: bound, port: boundPort(bound))
+        return bound
     }
 
     /// Waits for the next peer on a listening socket.
