@@ -17,25 +17,6 @@ import IAPWire
 
 // MARK: - Input
 
-struct Script {
-    let bytes: [UInt8]
-    var index = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-    var atEnd: Bool { index >= bytes.count }
-    mutating func byte() -> UInt8 {
-        guard index < bytes.count else { return 0 }
-        defer { index += 1 }
-        return bytes[index]
-    }
-    mutating func u16() -> UInt16 { UInt16(byte()) << 8 | UInt16(byte()) }
-    mutating func take(_ count: Int) -> [UInt8] {
-        let end = min(bytes.count, index + max(0, count))
-        defer { index = end }
-        return Array(bytes[index..<end])
-    }
-    mutating func pick<T>(_ choices: [T]) -> T { choices[Int(byte()) % choices.count] }
-}
-
 /// Bytes that can neither start a packet (FF) nor a payload tag (A5).
 func sanitized(_ bytes: [UInt8]) -> [UInt8] {
     bytes.map { $0 == 0xFF || $0 == 0xA5 ? $0 ^ 0x01 : $0 }

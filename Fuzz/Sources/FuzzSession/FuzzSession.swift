@@ -219,22 +219,7 @@ struct SessionPair {
 
 // MARK: - Script
 
-struct Script {
-    let bytes: [UInt8]
-    var index = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-    var atEnd: Bool { index >= bytes.count }
-    mutating func byte() -> UInt8 {
-        guard index < bytes.count else { return 0 }
-        defer { index += 1 }
-        return bytes[index]
-    }
-    mutating func u32() -> UInt32 { UInt32(byte()) << 24 | UInt32(byte()) << 16 | UInt32(byte()) << 8 | UInt32(byte()) }
-    mutating func take(_ count: Int) -> [UInt8] {
-        let end = min(bytes.count, index + max(0, count))
-        defer { index = end }
-        return Array(bytes[index..<end])
-    }
+extension Script {
     mutating func string(_ known: [String]) -> String {
         let choice = byte()
         if choice < 0xC0, !known.isEmpty { return known[Int(choice) % known.count] }

@@ -176,3 +176,25 @@ private struct JSONReader {
         return true
     }
 }
+
+/// A fuzz input read as a script of operations: bytes, integers and
+/// choices taken in order, zero once the input is used up.
+public struct Script {
+    public let bytes: [UInt8]
+    public var index = 0
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var atEnd: Bool { index >= bytes.count }
+    public mutating func byte() -> UInt8 {
+        guard index < bytes.count else { return 0 }
+        defer { index += 1 }
+        return bytes[index]
+    }
+    public mutating func u16() -> UInt16 { UInt16(byte()) << 8 | UInt16(byte()) }
+    public mutating func u32() -> UInt32 { UInt32(u16()) << 16 | UInt32(u16()) }
+    public mutating func take(_ count: Int) -> [UInt8] {
+        let end = min(bytes.count, index + max(0, count))
+        defer { index = end }
+        return Array(bytes[index..<end])
+    }
+    public mutating func pick<T>(_ choices: [T]) -> T { choices[Int(byte()) % choices.count] }
+}
