@@ -29,21 +29,11 @@ extension ConformanceCase {
     }
 
     static let sessionBadSignature = ConformanceCase(name: "session-bad-signature", purpose: "a tampered challenge response ends in AuthenticationFailed, with no identification") { s in
-        var sim = s.startSession()
-        sim.edge.fault = .tamperedSignature
-        sim.link.start()
-        sim.run(for: .seconds(5))
-        s.expectAuthenticationFailed(sim, after: [0xAA00, 0xAA02], reason: "does not verify")
-        s.session = sim
+        s.runAuthenticatorFault(.tamperedSignature, expecting: [0xAA00, 0xAA02], reason: "does not verify")
     }
 
     static let sessionCertificateGarbage = ConformanceCase(name: "session-certificate-garbage", purpose: "a certificate that is no certificate ends in AuthenticationFailed naming the problem") { s in
-        var sim = s.startSession()
-        sim.edge.fault = .garbageCertificate
-        sim.link.start()
-        sim.run(for: .seconds(5))
-        s.expectAuthenticationFailed(sim, after: [0xAA00], reason: "certificate cannot be used")
-        s.session = sim
+        s.runAuthenticatorFault(.garbageCertificate, expecting: [0xAA00], reason: "certificate cannot be used")
     }
 
     static let sessionStepTimeouts = ConformanceCase(name: "session-step-timeouts", purpose: "each step a peer leaves out times out on its own, named (certificate, response, identification)") { s in
@@ -115,6 +105,17 @@ extension Scenario {
         var sim = MediaSimulator(seed: seed, headUnit: headUnit)
         sim.link.stepBudget = stepBudget
         return sim
+    }
+
+    /// Runs the session with the accessory's authenticator misbehaving and
+    /// expects the phone to end authentication after `expected`, saying why.
+    mutating func runAuthenticatorFault(_ fault: VirtualTimeEdge.AuthenticatorFault, expecting expected: [UInt16], reason: String) {
+        var sim = startSession()
+        sim.edge.fault = fault
+        sim.link.start()
+        sim.run(for: .seconds(5))
+        expectAuthenticationFailed(sim, after: expected, reason: reason)
+        session = sim
     }
 
     mutating func expectAuthenticationFailed(_ sim: MediaSimulator, after expected: [UInt16], reason: String) {

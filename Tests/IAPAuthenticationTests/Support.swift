@@ -29,8 +29,13 @@ struct TemporaryDirectory {
         path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
+    /// Removes the directory and what is in it (nothing to do once it is gone).
     func remove() {
-        guard let dir = opendir(path) else { return }
+        if let dir = opendir(path) { removeEntries(dir) }
+        rmdir(path)
+    }
+
+    private func removeEntries(_ dir: OpaquePointer) {
         var subdirectories: [String] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
@@ -40,7 +45,6 @@ struct TemporaryDirectory {
         }
         closedir(dir)
         for sub in subdirectories { TemporaryDirectory(existing: sub).remove() }
-        rmdir(path)
     }
 
     private init(existing: String) { path = existing }
