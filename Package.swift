@@ -12,6 +12,11 @@ let package = Package(
         .library(name: "IAPSession", targets: ["IAPSession"]),
         .library(name: "IAPConformance", targets: ["IAPConformance"]),
         .library(name: "IAPAuthentication", targets: ["IAPAuthentication"]),
+        .library(name: "IAPEndpoint", targets: ["IAPEndpoint"]),
+        .library(name: "IAPKit", targets: ["IAPKit"]),
+        .library(name: "IAPUSB", targets: ["IAPUSB"]),
+        .library(name: "IAPHotplug", targets: ["IAPHotplug"]),
+        .library(name: "IAPUdev", targets: ["IAPUdev"]),
         .executable(name: "iapctl", targets: ["iapctl"]),
     ],
     dependencies: [
@@ -19,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Wire codecs: iAP2 link packets, control-session messages, iAP1 frames.
@@ -75,11 +81,21 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // The library app developers build on: a head unit and a phone that
+        // serves an app, async, over transports named as the CLI names them.
+        // Docs/Library.md.
+        .target(
+            name: "IAPKit",
+            dependencies: [
+                "IAPEndpoint", "IAPSession", "IAPRoles", "IAPLink", "IAPTransport", "IAPUSB", "IAPAuthentication",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "iapctl",
             dependencies: [
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
-                "IAPUSB", "IAPUdev", "IAPHotplug",
+                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -102,6 +118,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        .testTarget(name: "IAPKitTests", dependencies: ["IAPKit", "IAPRoles", "IAPTransport", "IAPAuthentication"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
     ],
     swiftLanguageModes: [.v6]

@@ -60,6 +60,10 @@ public final class MediaEndpoint: @unchecked Sendable {
         case tick
         case shell(String?)
         case outgoing(ControlMessage)
+        /// The app answered a load.
+        case loaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
+        /// Something to do with the core, from another task (`withConnection`).
+        case action(@Sendable (inout Connection, LinkInstant) -> [Connection.Output])
     }
 
     public let kind: EndKind
@@ -77,7 +81,8 @@ public final class MediaEndpoint: @unchecked Sendable {
     private let transportEnd = Mutex<String?>(nil)
     /// Why the transport closed, readable from any task; nil while it is open.
     public var transportClosedReason: String? { transportEnd.withLock { $0 } }
-    public let app: SampleApp
+    /// The phone's app (the sample app unless another was given).
+    public let app: any MediaApp
     private var shell: HeadUnitShell?
     private var shellLines: [String] = []
     private var shellEnded = false
@@ -87,23 +92,30 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var timerDeadline: LinkInstant?
     /// Called for every message no role consumed (ping answers).
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
+    /// Called for every event of the core, on the task running the
+    /// endpoint, with the core as it is after the event (set before `start`).
+    public var onEvent: (@Sendable (Connection.Event, Connection) -> Void)?
     /// Whether to stop, checked after every input.
     public var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
 
-    public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard,
-                authentication: EndpointAuthentication = .off, log: @escaping @Sendable (String) -> Void) {
+    /// - Parameters:
+    ///   - app: the phone's app; the sample app serving `library` when nil.
+    ///   - headUnitLimits: what the head unit's screen can show.
+    public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard, app: (any MediaApp)? = nil,
+                headUnitLimits: HeadUnitLimits = .audioApps, authentication: EndpointAuthentication = .off,
+                log: @escaping @Sendable (String) -> Void) {
         self.kind = kind
-        app = SampleApp(library: library)
+        let app = app ?? SampleApp(library: library)
+        self.app = app
         self.log = log
         self.authentication = authentication
         driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport)
         (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let phone = PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: kind == .phone)
-        let app = self.app
+        let phone = PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: kind == .phone && app.offersContent)
         var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
         if kind == .phone { nowPlaying = { now in app.nowPlaying(at: now) } }
         connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication.policy),
-                                phone: phone, nowPlaying: nowPlaying)
+                                phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
         if shell { self.shell = HeadUnitShell() }
     }
 
@@ -133,6 +145,13 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// loop); it goes out in order with everything else.
     public func sendFromOutside(_ message: ControlMessage) { feed.yield(.outgoing(message)) }
 
+    /// Acts on the core from another task (a head unit's browse, a phone's
+    /// new now-playing): the action runs in order with every other input,
+    /// and what it outputs is carried out. Its effects show as events.
+    public func withConnection(_ action: @escaping @Sendable (inout Connection, LinkInstant) -> [Connection.Output]) {
+        feed.yield(.action(action))
+    }
+
     /// Handles inputs until the link's events end or `stopWhen` says so.
     public func run() async {
         defer { timer?.cancel() }
@@ -156,6 +175,10 @@ public final class MediaEndpoint: @unchecked Sendable {
             await perform(connection.tick(now: now))
         case .shell(let line):
             if let line { shellLines.append(line) } else { shellEnded = true }
+        case .loaded(let token, let result, let readyAt):
+            await perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now))
+        case .action(let action):
+            await perform(action(&connection, now))
         case .outgoing(let message):
             // A caller may see the driver up before this task has handled
             // link up: hold its messages (a bounded few) until then.
@@ -243,10 +266,14 @@ public final class MediaEndpoint: @unchecked Sendable {
                 let feed = self.feed
                 Task { feed.yield(.verified(await verifier(request))) }
             case .load(let token, let request):
-                // The sample app answers at once; its simulated delay is kept by the core.
-                let now = now()
-                let (result, delay) = app.load(request, now: now)
-                pending += connection.complete(token: token, with: result, at: now + delay, now: now)
+                // In a task of its own: a slow app holds up nothing else.
+                // The delay an app states (the sample's simulated network)
+                // is kept by the core.
+                let (app, feed, started) = (self.app, self.feed, now())
+                Task {
+                    let (result, delay) = await app.load(request, now: started)
+                    feed.yield(.loaded(token: token, result, readyAt: started + delay))
+                }
             case .pausePlayback:
                 app.pause(at: now())
             }
@@ -254,6 +281,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     }
 
     private func describe(_ event: Connection.Event) {
+        onEvent?(event, connection)
         switch event {
         case .stage(let stage): log("session now \(stage)")
         case .accessoryCertificate: break // logged by the core with its summary

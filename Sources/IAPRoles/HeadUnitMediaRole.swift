@@ -32,6 +32,14 @@ public struct HeadUnitMediaRole: Sendable {
         /// Set when the last load failed: the screen shows it with "retry".
         public var failure: String?
         public var isComplete: Bool { items.count >= totalCount && !loading && failure == nil }
+
+        public init(items: [ContentItem] = [], sections: [ContentSection] = [], totalCount: Int = 0, loading: Bool = false, failure: String? = nil) {
+            self.items = items
+            self.sections = sections
+            self.totalCount = totalCount
+            self.loading = loading
+            self.failure = failure
+        }
     }
 
     private enum Pending: Hashable, Sendable {

@@ -409,7 +409,8 @@ public struct NowPlayingModel: Hashable, Sendable {
     /// Elapsed time at `now`, from the last update, its rate and when it came.
     public func elapsed(at now: LinkInstant) -> UInt32 { Self.extrapolate(info, from: receivedAt, to: now) }
 
-    static func extrapolate(_ info: NowPlayingInfo, from then: LinkInstant, to now: LinkInstant) -> UInt32 {
+    /// The elapsed time of `info`, set at `then`, run on to `now` at its playback rate while playing.
+    public static func extrapolate(_ info: NowPlayingInfo, from then: LinkInstant, to now: LinkInstant) -> UInt32 {
         guard info.state == .playing, info.playbackRate > 0, now > then else { return info.elapsedMilliseconds }
         let advanced = Double(now.nanoseconds - then.nanoseconds) / 1e6 * info.playbackRate
         let value = Double(info.elapsedMilliseconds) + advanced

@@ -1,6 +1,7 @@
 import ArgumentParser
 import IAPConformance
 import IAPEndpoint
+import IAPKit
 import IAPTrace
 import IAPTransport
 
@@ -155,7 +156,7 @@ extension Conformance {
     /// other end runs as the counterpart.
     private func withCounterpart(_ spec: TransportSpec, kind: EndKind, authentication: EndpointAuthentication,
                                  _ body: (Transport) async -> [ConformanceResult]) async throws -> [ConformanceResult] {
-        let (transport, other) = try openTransports(spec)
+        let (transport, other) = spec.openPair()
         let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, authentication: authentication) { _ in } }
         try counterpart?.start()
         let loop = Task { [counterpart] in await counterpart?.run() }

@@ -6,7 +6,7 @@ import IAPLink
 import IAPEndpoint
 import IAPRoles
 import IAPTransport
-import IAPUSB
+import IAPKit
 import IAPWire
 import Synchronization
 
@@ -32,27 +32,9 @@ struct TransportOptions: ParsableArguments {
 
     /// Opens the transport (both ends for loopback), this end recorded when --trace asks.
     func open(as kind: EndKind) throws -> (Transport, Transport?) {
-        let (transport, other) = try openTransports(self.transport)
+        let (transport, other) = self.transport.openPair()
         guard let trace else { return (transport, other) }
         return (try TraceFile(path: trace).recording(transport, as: kind), other)
-    }
-}
-
-/// Opens a transport by name; for loopback, the caller gets both ends.
-func openTransports(_ spec: TransportSpec) throws -> (Transport, Transport?) {
-    switch spec {
-    case .loopback:
-        let instant = WireFaults(delay: .zero)
-        let (first, second) = LoopbackTransport.pair(towardsSecond: instant, towardsFirst: instant)
-        return (first, second)
-    case .tcp(let host, let port):
-        return (TCPTransport.connect(host: host, port: port), nil)
-    case .tcpListen(let host, let port):
-        return (TCPTransport.listen(host: host, port: port), nil)
-    case .serial(let path, let baud):
-        return (SerialTransport.open(path: path, baud: baud), nil)
-    case .usb(let vendor, let product):
-        return (USBHostTransport(selector: USBDeviceSelector(vendorID: vendor, productID: product)), nil)
     }
 }
 

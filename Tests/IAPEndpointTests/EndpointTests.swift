@@ -49,7 +49,7 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
         let info = headUnit.headUnit.nowPlaying.info
         #expect(info.title == "All Blues", "\(log.all.suffix(20))")
         #expect(info.repeatMode == .all && info.shuffleMode == .items)
-        #expect(phone.app.snapshot.playback == .paused, "play/pause pressed over HID, then the head unit went away")
+        #expect((phone.app as? SampleApp)?.snapshot.playback == .paused, "play/pause pressed over HID, then the head unit went away")
         #expect(headUnit.headUnit.containers["podcasts"]?.isComplete == true)
         #expect(log.all.contains { $0.contains("up next (success)") })
         #expect(log.all.contains { $0.contains("phone: identified iap-devkit head unit") })

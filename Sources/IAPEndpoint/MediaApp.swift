@@ -1,0 +1,31 @@
+import IAPLink
+import IAPRoles
+
+/// The app a phone endpoint serves: what the connection core asks of it
+/// (content to load, what is playing, commands, a pause when the head unit
+/// goes away). `SampleApp` is one; `IAPKit.Phone` adapts an app developer's
+/// data source, now-playing center and command center to it.
+public protocol MediaApp: Sendable {
+    var appName: String { get }
+    /// Whether the app has a content tree to browse.
+    var offersContent: Bool { get }
+    func commandCenter() -> RemoteCommandCenter
+    /// The answer to a load, and how long after `now` it is ready (zero for
+    /// an app that answers when it returns). Runs in a task of its own, so
+    /// a slow answer holds up nothing else.
+    func load(_ request: PhoneMediaRole.LoadRequest, now: LinkInstant) async -> (PhoneMediaRole.LoadResult, after: Duration)
+    /// What is playing at `now`, read after every input.
+    func nowPlaying(at now: LinkInstant) -> NowPlayingInfo
+    /// The head unit went away while playing.
+    func pause(at now: LinkInstant)
+    /// The endpoint's clock before each input, for apps whose command
+    /// handlers need the time (the sample app's player).
+    func setTime(_ now: LinkInstant)
+}
+
+extension MediaApp {
+    public var offersContent: Bool { true }
+    public func setTime(_ now: LinkInstant) {}
+}
+
+extension SampleApp: MediaApp {}

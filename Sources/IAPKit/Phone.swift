@@ -1,0 +1,235 @@
+import Foundation
+import IAPAuthentication
+import IAPEndpoint
+import IAPLink
+import IAPRoles
+import IAPSession
+import IAPTransport
+import Logging
+
+/// An app's content, as a car's screen browses it: tabs at the root,
+/// containers whose children are fetched only when opened, page by page.
+/// Throw a `ContentError` to give the head unit a status and a reason;
+/// any other error is reported as `RequestStatus.commandFailed`.
+public protocol ContentDataSource: Sendable {
+    /// The root: at most the head unit's `maximumTabs` containers.
+    func tabs() async throws -> [ContentItem]
+    /// A page of a container's children, `count` at most from `offset`.
+    func children(of containerID: String, offset: Int, count: Int) async throws -> ContentPage
+    /// Starts playing an item (or an entry of an item's image row).
+    func play(_ itemID: String, imageRowEntryID: String?) async throws
+    /// "Up next", a page of it. The default: an empty queue.
+    func queue(offset: Int, count: Int) async throws -> QueuePage
+    /// An image's bytes at a scale (1, 2 or 3). The default: no images.
+    func image(_ imageID: String, scale: Int) async throws -> [UInt8]
+}
+
+extension ContentDataSource {
+    public func queue(offset: Int, count: Int) async throws -> QueuePage { QueuePage(items: [], totalCount: 0, currentIndex: 0) }
+    public func image(_ imageID: String, scale: Int) async throws -> [UInt8] { throw ContentError(.noSuchContent, "no image \(imageID)") }
+}
+
+/// A page of a container's children.
+public struct ContentPage: Hashable, Sendable {
+    public var items: [ContentItem]
+    public var sections: [ContentSection]
+    /// How many children the container has in all.
+    public var totalCount: Int
+
+    public init(items: [ContentItem], sections: [ContentSection] = [], totalCount: Int) {
+        self.items = items
+        self.sections = sections
+        self.totalCount = totalCount
+    }
+
+    /// The page of `all` that starts at `offset`, `count` long at most.
+    public init(_ all: [ContentItem], offset: Int, count: Int, sections: [ContentSection] = []) {
+        self.init(items: Array(all.dropFirst(offset).prefix(count)), sections: sections, totalCount: all.count)
+    }
+}
+
+/// A page of the playback queue.
+public struct QueuePage: Hashable, Sendable {
+    public var items: [ContentItem]
+    public var totalCount: Int
+    public var currentIndex: Int
+
+    public init(items: [ContentItem], totalCount: Int, currentIndex: Int) {
+        self.items = items
+        self.totalCount = totalCount
+        self.currentIndex = currentIndex
+    }
+}
+
+/// A failure the head unit is told about, with its status.
+public struct ContentError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var status: RequestStatus
+    public var reason: String
+
+    public init(_ status: RequestStatus, _ reason: String) {
+        self.status = status
+        self.reason = reason
+    }
+
+    public var description: String { "\(status): \(reason)" }
+}
+
+/// What the app is playing. Set `info` when playback changes (a new item,
+/// play, pause, a seek); while playing, the elapsed time runs on from the
+/// moment it was set, at the playback rate, so it need not be set every
+/// second. The head unit gets an update whenever it changes meaningfully.
+public final class NowPlayingCenter: Sendable {
+    private let state = Locked<(info: NowPlayingInfo, setAt: LinkInstant)>((NowPlayingInfo(), MonotonicClock.now()))
+    private let changed = Locked<(@Sendable () -> Void)?>(nil)
+
+    public init() {}
+
+    public var info: NowPlayingInfo {
+        get { info(at: MonotonicClock.now()) }
+        set {
+            state.withLock { $0 = (newValue, MonotonicClock.now()) }
+            changed.withLock { $0 }?()
+        }
+    }
+
+    /// The info with its elapsed time run on to `now`.
+    func info(at now: LinkInstant) -> NowPlayingInfo {
+        var (info, setAt) = state.withLock { $0 }
+        info.elapsedMilliseconds = NowPlayingModel.extrapolate(info, from: setAt, to: now)
+        return info
+    }
+
+    func onChange(_ action: @escaping @Sendable () -> Void) { changed.withLock { $0 = action } }
+}
+
+/// The device (phone) end of a connection to a head unit, serving an app:
+/// its content (a data source), what it is playing (a now-playing center)
+/// and what it can do (a remote command center, one handler per command).
+/// The head unit authenticates and identifies first, as a car does.
+///
+/// ```swift
+/// let phone = Phone(appName: "My Music", content: MyLibrary(), commands: commands)
+/// phone.nowPlaying.info = NowPlayingInfo(title: "So What", artist: "Miles Davis", state: .playing)
+/// try await phone.serve("tcp-listen:0.0.0.0:7000")
+/// ```
+public final class Phone: Sendable {
+    public struct Configuration: Sendable {
+        /// Whether the accessory must authenticate before identification.
+        public var authentication: AuthenticationPolicy
+        /// Trust anchors for the accessory's certificate chain. Without
+        /// them a valid signature from an unknown issuer is accepted and
+        /// reported as untrusted (test certificates work).
+        public var trustAnchors: TrustAnchors?
+        public var logger: Logger
+
+        public init(authentication: AuthenticationPolicy = .required, trustAnchors: TrustAnchors? = nil,
+                    logger: Logger = Logger(label: "iap-devkit.phone")) {
+            self.authentication = authentication
+            self.trustAnchors = trustAnchors
+            self.logger = logger
+        }
+    }
+
+    public let appName: String
+    public let nowPlaying: NowPlayingCenter
+    private let app: DataSourceApp
+    private let configuration: Configuration
+
+    /// - Parameters:
+    ///   - content: the content tree; nil for an app with nothing to browse.
+    ///   - commands: what the head unit's buttons and voice can ask.
+    ///   - nowPlaying: what is playing; a data source that starts playback
+    ///     usually holds the same center.
+    public init(appName: String, content: (any ContentDataSource)?, commands: RemoteCommandCenter = RemoteCommandCenter(),
+                nowPlaying: NowPlayingCenter = NowPlayingCenter(), configuration: Configuration = Configuration()) {
+        self.appName = appName
+        self.nowPlaying = nowPlaying
+        self.configuration = configuration
+        app = DataSourceApp(appName: appName, content: content, commands: commands, nowPlaying: nowPlaying)
+    }
+
+    /// Serves one connection over a transport named as the CLI names them
+    /// (`tcp-listen:HOST:PORT`, `tcp:HOST:PORT`, `serial:PATH@BAUD`, …);
+    /// returns when it ends, with the reason.
+    @discardableResult
+    public func serve(_ transport: String) async throws -> String {
+        try await serve(over: try TransportSpec(parsing: transport).open())
+    }
+
+    /// Serves one connection over a transport made by the caller.
+    @discardableResult
+    public func serve(over transport: any Transport) async throws -> String {
+        let logger = configuration.logger
+        var authentication = EndpointAuthentication.off
+        if configuration.authentication == .required {
+            let verifier = DeviceVerifier(anchors: configuration.trustAnchors)
+            authentication = EndpointAuthentication(policy: .required, verifier: { await verifier.answer($0) })
+        }
+        let endpoint = MediaEndpoint(kind: .phone, transport: transport, app: app, authentication: authentication,
+                                     log: { logger.info("\($0)") })
+        endpoint.stopWhen = { $0.endReason != nil }
+        nowPlaying.onChange { endpoint.wake() }
+        defer { nowPlaying.onChange {} }
+        try endpoint.start()
+        await withTaskCancellationHandler {
+            await endpoint.run()
+        } onCancel: {
+            endpoint.driver.close()
+        }
+        endpoint.driver.close()
+        return endpoint.endReason ?? "the connection ended"
+    }
+}
+
+/// The connection core's view of an app built from the public pieces.
+struct DataSourceApp: MediaApp {
+    let appName: String
+    let content: (any ContentDataSource)?
+    let commands: RemoteCommandCenter
+    let nowPlaying: NowPlayingCenter
+
+    var offersContent: Bool { content != nil }
+
+    func commandCenter() -> RemoteCommandCenter { commands }
+
+    func load(_ request: PhoneMediaRole.LoadRequest, now: LinkInstant) async -> (PhoneMediaRole.LoadResult, after: Duration) {
+        guard let content else { return (.failed(.noSuchContent, "\(appName) has no content to browse"), .zero) }
+        do {
+            switch request {
+            case .tabs:
+                let tabs = try await content.tabs()
+                return (.page(items: tabs, sections: [], totalCount: tabs.count), .zero)
+            case .children(let containerID, let offset, let count):
+                let page = try await content.children(of: containerID, offset: offset, count: count)
+                return (.page(items: page.items, sections: page.sections, totalCount: page.totalCount), .zero)
+            case .play(let itemID, let entry):
+                try await content.play(itemID, imageRowEntryID: entry)
+                return (.done, .zero)
+            case .queue(let offset, let count):
+                let page = try await content.queue(offset: offset, count: count)
+                return (.queue(items: page.items, totalCount: page.totalCount, currentIndex: page.currentIndex), .zero)
+            case .image(let id, let scale):
+                return (.image(try await content.image(id, scale: scale)), .zero)
+            }
+        } catch let error as ContentError {
+            return (.failed(error.status, error.reason), .zero)
+        } catch {
+            return (.failed(.commandFailed, "\(error)"), .zero)
+        }
+    }
+
+    func nowPlaying(at now: LinkInstant) -> NowPlayingInfo { nowPlaying.info(at: now) }
+
+    /// The head unit went away while playing: the app's pause handler runs
+    /// (as a car's disconnect pauses a phone's player), or, without one,
+    /// now playing shows paused.
+    func pause(at now: LinkInstant) {
+        if commands.advertised.contains(where: { $0.kind == .pause }) {
+            _ = commands.perform(.pause)
+        } else {
+            var info = nowPlaying.info(at: now)
+            info.state = .paused
+            nowPlaying.info = info
+        }
+    }
+}

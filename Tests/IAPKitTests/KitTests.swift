@@ -1,0 +1,124 @@
+import IAPAuthentication
+import IAPKit
+import IAPRoles
+import IAPTransport
+import Synchronization
+import Testing
+
+/// A small library: two tabs, an album of three tracks, one image.
+struct TinyLibrary: ContentDataSource {
+    let playing: NowPlayingCenter
+    static let tracks = ["So What", "Freddie Freeloader", "Blue in Green"]
+
+    func tabs() async throws -> [ContentItem] {
+        [ContentItem(id: "albums", kind: .container, text: "Albums"), ContentItem(id: "broken", kind: .container, text: "Broken")]
+    }
+
+    func children(of containerID: String, offset: Int, count: Int) async throws -> ContentPage {
+        switch containerID {
+        case "albums": return ContentPage([ContentItem(id: "kind-of-blue", kind: .container, text: "Kind of Blue")], offset: offset, count: count)
+        case "kind-of-blue":
+            let items = Self.tracks.enumerated().map { ContentItem(id: "track:\($0.offset)", kind: .playable, text: $0.element) }
+            return ContentPage(items, offset: offset, count: count)
+        case "broken": throw ContentError(.commandFailed, "the network is unreachable")
+        default: throw ContentError(.noSuchContent, "no container \(containerID)")
+        }
+    }
+
+    func play(_ itemID: String, imageRowEntryID: String?) async throws {
+        guard itemID.hasPrefix("track:"), let index = Int(itemID.dropFirst(6)), Self.tracks.indices.contains(index) else {
+            throw ContentError(.noSuchContent, "no track \(itemID)")
+        }
+        playing.info = NowPlayingInfo(title: Self.tracks[index], artist: "Miles Davis", elapsedMilliseconds: 0, playbackRate: 1, state: .playing)
+    }
+
+    func image(_ imageID: String, scale: Int) async throws -> [UInt8] {
+        guard imageID == "cover" else { throw ContentError(.noSuchContent, "no image \(imageID)") }
+        return Array(repeating: UInt8(scale), count: 3000)
+    }
+}
+
+/// A phone serving `TinyLibrary` and a head unit connected to it over the
+/// in-memory loopback, both through the public API.
+final class Received: Sendable {
+    private let commands = Mutex<[RemoteCommand]>([])
+    func add(_ command: RemoteCommand) { commands.withLock { $0.append(command) } }
+    var all: [RemoteCommand] { commands.withLock { $0 } }
+}
+
+func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async throws {
+    let received = Received()
+    var commands = RemoteCommandCenter()
+    commands.register(.pause) { command in received.add(command); return .success }
+    commands.register(.changePlaybackPosition) { command in received.add(command); return .success }
+    let center = NowPlayingCenter()
+    let phone = Phone(appName: "Tiny", content: TinyLibrary(playing: center), commands: commands, nowPlaying: center)
+    let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .zero), towardsFirst: WireFaults(delay: .zero))
+    let serving = Task { try await phone.serve(over: b) }
+    let headUnit = try await HeadUnit.connect(over: a, configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral(), connectTimeout: .seconds(20)))
+    try await body(headUnit, phone, received)
+    await headUnit.close()
+    _ = try await serving.value
+}
+
+@Suite struct KitTests {
+    @Test func aHeadUnitBrowsesPlaysAndFollowsNowPlaying() async throws {
+        try await withPair { headUnit, phone, _ in
+            #expect(headUnit.appName == "Tiny")
+            let tabs = try await headUnit.tabs()
+            #expect(tabs.map(\.text) == ["Albums", "Broken"])
+            let albums = try await headUnit.open("albums")
+            #expect(albums.items.map(\.text) == ["Kind of Blue"] && albums.isComplete)
+            let album = try await headUnit.open("kind-of-blue")
+            #expect(album.items.count == 3 && album.totalCount == 3)
+            let status = try await headUnit.play("track:1")
+            #expect(status == .success)
+            // The update follows the play's status; wait for it in the events.
+            for await event in headUnit.events {
+                if case .nowPlaying(let info) = event, info.title == "Freddie Freeloader" { break }
+            }
+            #expect(headUnit.nowPlaying.title == "Freddie Freeloader")
+            #expect(headUnit.nowPlaying.artist == "Miles Davis")
+            #expect(try await headUnit.play("track:9") == .noSuchContent)
+        }
+    }
+
+    @Test func failuresReachTheCallerWithTheirStatus() async throws {
+        try await withPair { headUnit, _, _ in
+            await #expect(throws: HeadUnitError.browseFailed(.commandFailed, "the network is unreachable")) { try await headUnit.open("broken") }
+            await #expect(throws: HeadUnitError.imageUnavailable(.noSuchContent)) { try await headUnit.artwork("nothing") }
+        }
+    }
+
+    @Test func commandsCarryTheirValuesAndArtworkArrivesWhole() async throws {
+        try await withPair { headUnit, _, received in
+            #expect(try await headUnit.send(.changePlaybackPosition(milliseconds: 61_000)) == .success)
+            #expect(received.all == [.changePlaybackPosition(milliseconds: 61_000)])
+            let art = try await headUnit.artwork("cover")
+            #expect(art == Array(repeating: 2, count: 3000), "the default screen asks at scale 2")
+            try await headUnit.press(.playPause)
+        }
+    }
+
+    @Test func callsAfterTheConnectionEndedThrowDisconnected() async throws {
+        try await withPair { headUnit, _, _ in
+            await headUnit.close()
+            do {
+                _ = try await headUnit.tabs()
+                Issue.record("a closed head unit answered")
+            } catch let error as HeadUnitError {
+                guard case .disconnected = error else {
+                    Issue.record("expected disconnected, got \(error)")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test func aHeadUnitWithNoPhoneTimesOutConnecting() async throws {
+        let (a, _) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .zero), towardsFirst: WireFaults(delay: .zero))
+        await #expect(throws: HeadUnitError.self) {
+            _ = try await HeadUnit.connect(over: a, configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral(), connectTimeout: .milliseconds(300)))
+        }
+    }
+}
