@@ -122,3 +122,22 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 }
+
+@Suite struct KitPagingTests {
+    @Test func aContainerLargerThanAPageArrivesPageByPage() async throws {
+        let center = NowPlayingCenter()
+        let phone = Phone(appName: "Tiny", content: TinyLibrary(playing: center), nowPlaying: center)
+        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .zero), towardsFirst: WireFaults(delay: .zero))
+        let serving = Task { try await phone.serve(over: b) }
+        let headUnit = try await HeadUnit.connect(over: a, configuration: .init(limits: HeadUnitLimits(maximumPageSize: 2),
+                                                                               authenticator: try SoftwareAuthenticator.ephemeral()))
+        let first = try await headUnit.open("kind-of-blue")
+        #expect(first.items.count == 2 && first.totalCount == 3 && !first.isComplete)
+        let all = try await headUnit.loadMore("kind-of-blue")
+        #expect(all.items.map(\.text) == TinyLibrary.tracks && all.isComplete)
+        let again = try await headUnit.loadMore("kind-of-blue")
+        #expect(again == all, "a complete container is returned as it is")
+        await headUnit.close()
+        _ = try await serving.value
+    }
+}
