@@ -50,7 +50,10 @@ let package = Package(
         .target(name: "IAPSession", dependencies: ["IAPWire", "IAPLink", "IAPRoles"]),
         // A link end with its roles over a real transport, in real time: what
         // `iapctl phone`, `head-unit` and `ping` run (and the head-unit shell).
-        .target(name: "IAPEndpoint", dependencies: ["IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire", "IAPConformance"]),
+        .target(name: "IAPEndpoint", dependencies: [
+            "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire", "IAPConformance",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // libusb, for the USB host transport only: nothing below IAPUSB needs it.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         // The USB host transport (libusb on a dedicated event thread).

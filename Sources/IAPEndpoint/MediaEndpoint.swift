@@ -6,6 +6,7 @@ import IAPRoles
 import IAPSession
 import IAPTransport
 import IAPWire
+import Logging
 import Synchronization
 
 /// Which end of the link a command runs, and with what on top.
@@ -70,7 +71,10 @@ public final class MediaEndpoint: @unchecked Sendable {
     public let driver: LinkDriver
     public let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
+    /// Where the head unit's view goes: media events in words, the shell's
+    /// answers and the now-playing watch (a transcript, not a log).
+    private let transcript: @Sendable (String) -> Void
     private let authentication: EndpointAuthentication
 
     // Touched only from `run`.
@@ -101,13 +105,17 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// - Parameters:
     ///   - app: the phone's app; the sample app serving `library` when nil.
     ///   - headUnitLimits: what the head unit's screen can show.
+    ///   - logger: link events, session stages, problems.
+    ///   - transcript: the head unit's view in words (media events, shell
+    ///     answers); logged at info when nil.
     public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard, app: (any MediaApp)? = nil,
                 headUnitLimits: HeadUnitLimits = .audioApps, authentication: EndpointAuthentication = .off,
-                log: @escaping @Sendable (String) -> Void) {
+                logger: Logger, transcript: (@Sendable (String) -> Void)? = nil) {
         self.kind = kind
+        self.logger = logger
+        self.transcript = transcript ?? { logger.info("\($0)") }
         let app = app ?? SampleApp(library: library)
         self.app = app
-        self.log = log
         self.authentication = authentication
         driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport)
         (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
@@ -197,31 +205,31 @@ public final class MediaEndpoint: @unchecked Sendable {
         switch event {
         case .link(.up(let link)):
             everUp = true
-            log("link up: sending up to \(link.sendWindow) packets of \(link.sendPacketLength) bytes, "
-                + (link.zeroAck ? "zero-ACK" : "retransmit after \(link.retransmitTimeout), at most \(link.maximumRetransmissions) times")
-                + "; sessions " + link.sessions.map { "\($0.id) \($0.type.name)" }.joined(separator: ", "))
+            let delivery = link.zeroAck ? "zero-ACK" : "retransmit after \(link.retransmitTimeout), at most \(link.maximumRetransmissions) times"
+            let sessions = link.sessions.map { "\($0.id) \($0.type.name)" }.joined(separator: ", ")
+            logger.info("link up: sending up to \(link.sendWindow) packets of \(link.sendPacketLength) bytes, \(delivery); sessions \(sessions)")
             await perform(connection.linkUp(link, now: now))
             let held = heldOutgoing
             heldOutgoing = []
             for message in held { await perform(connection.send(message, now: now)) }
         case .link(.down(let reason)):
-            log("link down: \(reason)")
+            logger.info("link down: \(reason)")
             endReason = "link down: \(reason)"
             await perform(connection.linkDown(now: now))
         case .link(.failed(let failure)):
-            log("link failed: \(failure)")
+            logger.error("link failed: \(failure)")
         case .link(.restartScheduled(let delay)):
-            log("starting the link over in \(delay)")
+            logger.info("starting the link over in \(delay)")
         case .link(.peerViolation(let violation)):
-            log("the peer broke a link rule: \(violation) (counted; reported once per connection)")
+            logger.warning("the peer broke a link rule: \(violation) (counted; reported once per connection)")
         case .link(.renegotiated(let link)):
-            log("link renegotiated: window \(link.sendWindow), packets of \(link.sendPacketLength) bytes")
+            logger.info("link renegotiated: window \(link.sendWindow), packets of \(link.sendPacketLength) bytes")
         case .link(.negotiationAdjusted(let reasons)):
-            log("adjusted the peer's proposal: " + reasons.joined(separator: "; "))
+            logger.notice("adjusted the peer's proposal: \(reasons.joined(separator: "; "))")
         case .link(.proposalRefused(let reasons)):
-            log("refused the peer's proposal: " + reasons.joined(separator: "; "))
+            logger.warning("refused the peer's proposal: \(reasons.joined(separator: "; "))")
         case .link(.peerSleeping):
-            log("the peer is going to sleep")
+            logger.info("the peer is going to sleep")
         case .link(.sessionWritable):
             break
         case .data(let session, let bytes):
@@ -230,7 +238,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             driver.consumed(bytes.count)
         case .transportClosed(let reason):
             transportEnd.withLock { $0 = reason }
-            log("transport closed: \(reason)")
+            logger.info("transport closed: \(reason)")
             endReason = endReason ?? "transport closed: \(reason)"
             await perform(connection.linkDown(now: now))
         }
@@ -246,7 +254,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                 do {
                     try await driver.send(bytes, session: session)
                 } catch {
-                    log("cannot send \(bytes.count) bytes on session \(session): \(error)")
+                    logger.error("cannot send \(bytes.count) bytes on session \(session): \(error)")
                 }
             case .event(let event):
                 describe(event)
@@ -283,14 +291,15 @@ public final class MediaEndpoint: @unchecked Sendable {
     private func describe(_ event: Connection.Event) {
         onEvent?(event, connection)
         switch event {
-        case .stage(let stage): log("session now \(stage)")
+        case .stage(let stage):
+            if case .failed = stage { logger.error("session now \(stage)") } else { logger.info("session now \(stage)") }
         case .accessoryCertificate: break // logged by the core with its summary
-        case .media(let media): log(MediaEventText.describe(media, headUnit: connection.headUnit, now: now()))
+        case .media(let media): transcript(MediaEventText.describe(media, headUnit: connection.headUnit, now: now()))
         case .fileReceived: break // logged by the core
         case .unhandled(let message):
-            if let onMessage { onMessage(message) } else { log("received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))")") }
-        case .log(let line): log(line)
-        case .problem(let problem): log("problem: \(problem)")
+            if let onMessage { onMessage(message) } else { logger.debug("received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))")") }
+        case .log(let line): logger.info("\(line)")
+        case .problem(let problem): logger.warning("problem: \(problem)")
         }
     }
 
@@ -327,7 +336,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                 text = printed
                 return outputs
             }
-            for printed in text { log(printed) }
+            for printed in text { transcript(printed) }
             shell = current
             await perform(outputs)
             current = shell ?? current
@@ -336,7 +345,7 @@ public final class MediaEndpoint: @unchecked Sendable {
         shell = current
         if let watch = current.watchUntil, now < watch, current.lastWatch.map({ now.nanoseconds - $0.nanoseconds >= 1_000_000_000 }) ?? true {
             shell?.lastWatch = now
-            log(MediaEventText.nowPlayingLine(connection.headUnit, now: now))
+            transcript(MediaEventText.nowPlayingLine(connection.headUnit, now: now))
         }
     }
 

@@ -47,9 +47,9 @@ public struct SessionConformance: Sendable {
     public func run(seed: UInt64, report: @Sendable (ConformanceResult) -> Void) async -> [ConformanceResult] {
         let seen = Mutex(Seen())
         let started = MonotonicClock.now()
-        let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: authentication) { line in
+        let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: authentication, logger: .lines(kind.rawValue) { line in
             seen.withLock { $0.lines.append(line) }
-        }
+        })
         let timeout = self.timeout, observation = self.observation
         // Read on the endpoint's own task, after every input: the only place its state may be read.
         endpoint.stopWhen = { endpoint in

@@ -89,10 +89,9 @@ public final class HeadUnit: Sendable {
 
     private init(transport: any Transport, configuration: Configuration) throws {
         let authenticator = try configuration.authenticator ?? Self.storedAuthenticator()
-        let logger = configuration.logger
         endpoint = MediaEndpoint(kind: .headUnit, transport: transport, headUnitLimits: configuration.limits,
                                  authentication: EndpointAuthentication(policy: .required, authenticator: { await authenticator.answer($0) }),
-                                 log: { logger.info("\($0)") })
+                                 logger: configuration.logger)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
         endpoint.onEvent = { [state, eventFeed] event, connection in
             state.withLock { $0.handle(event, connection: connection, feed: eventFeed) }

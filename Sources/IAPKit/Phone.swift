@@ -166,7 +166,7 @@ public final class Phone: Sendable {
             authentication = EndpointAuthentication(policy: .required, verifier: { await verifier.answer($0) })
         }
         let endpoint = MediaEndpoint(kind: .phone, transport: transport, app: app, authentication: authentication,
-                                     log: { logger.info("\($0)") })
+                                     logger: logger)
         endpoint.stopWhen = { $0.endReason != nil }
         nowPlaying.onChange { endpoint.wake() }
         defer { nowPlaying.onChange {} }

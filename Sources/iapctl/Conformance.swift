@@ -157,7 +157,7 @@ extension Conformance {
     private func withCounterpart(_ spec: TransportSpec, kind: EndKind, authentication: EndpointAuthentication,
                                  _ body: (Transport) async -> [ConformanceResult]) async throws -> [ConformanceResult] {
         let (transport, other) = spec.openPair()
-        let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, authentication: authentication) { _ in } }
+        let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, authentication: authentication, logger: .discarding("endpoint")) }
         try counterpart?.start()
         let loop = Task { [counterpart] in await counterpart?.run() }
         let results = await body(transport)

@@ -5,6 +5,7 @@ import Glibc
 import IAPEndpoint
 import IAPLink
 import IAPTransport
+import Logging
 
 struct Gadget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,13 +45,15 @@ struct Gadget: AsyncParsableCommand {
     var trace: String?
 
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
+    @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
     }
 
     func run() async throws {
-        let logger = Logger()
+        logging.bootstrap()
+        let logger = Log()
         let kind: EndKind = role == "phone" ? .phone : .headUnit
         let gadgetDevice: FunctionFSGadget
         do {
@@ -79,13 +82,13 @@ struct Gadget: AsyncParsableCommand {
             number += 1
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
-            let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication) { logger(label, $0) }
+            let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication, logger: Logger(label: label))
             // A new phone program on the host side gets a fresh link without a
             // replug: the accessory link end starts over by itself.
             do {
                 try endpoint.start()
             } catch {
-                logger(label, "cannot start: \(error)")
+                logger(label, "cannot start: \(error)", level: .error)
                 continue
             }
             logger(label, "connected")
@@ -96,7 +99,7 @@ struct Gadget: AsyncParsableCommand {
         }
     }
 
-    private func bind(_ requested: String, logger: Logger) throws {
+    private func bind(_ requested: String, logger: Log) throws {
         var name = requested
         if requested == "auto" {
             guard let directory = opendir("/sys/class/udc") else { throw ValidationError("no /sys/class/udc: this kernel has no USB device controller") }

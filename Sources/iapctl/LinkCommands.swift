@@ -8,6 +8,7 @@ import IAPRoles
 import IAPTransport
 import IAPKit
 import IAPWire
+import Logging
 import Synchronization
 
 /// `--transport` values: a value that does not parse says what is wrong with it.
@@ -38,16 +39,6 @@ struct TransportOptions: ParsableArguments {
     }
 }
 
-/// Timestamped log lines on standard output.
-final class Logger: Sendable {
-    private let start = MonotonicClock.now()
-    func callAsFunction(_ who: String, _ line: String) {
-        let elapsed = Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9
-        let text = "[\(secondsText(elapsed))] \(who): \(line)\n"
-        _ = text.withCString { write(1, $0, strlen($0)) }
-    }
-}
-
 /// Seconds with three decimals, e.g. `12.034`.
 func secondsText(_ value: Double) -> String {
     let milliseconds = Int((value * 1000).rounded())
@@ -60,7 +51,7 @@ func secondsText(_ value: Double) -> String {
 /// `tcp-listen:` it serves one peer after another until stopped, unless
 /// `once`.
 func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard) async throws {
-    let logger = Logger()
+    let logger = Log()
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
         let shell = ShellFeed()
@@ -120,15 +111,17 @@ struct ConnectionOutcome {
 /// `other` for loopback) until it ends. `serving`: a listener's connection,
 /// which ends when the peer goes or the shell quits.
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
-                   library: SampleLibrary, shell: ShellFeed, logger: Logger, serving: Bool = false) async throws -> ConnectionOutcome {
+                   library: SampleLibrary, shell: ShellFeed, logger: Log, serving: Bool = false) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
     let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library,
-                            authentication: try options.authentication.endpointAuthentication(for: kind)) { logger(kind.rawValue, $0) }
+                            authentication: try options.authentication.endpointAuthentication(for: kind),
+                            logger: Logger(label: kind.rawValue), transcript: { Console.result(kind.rawValue, $0) })
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
     let counterpartAuthentication = try options.authentication.endpointAuthentication(for: counterpartKind)
     let counterpart = other.map {
         MediaEndpoint(kind: counterpartKind, transport: $0, shell: counterpartKind == .headUnit, library: library,
-                      authentication: counterpartAuthentication) { logger(counterpartKind.rawValue, $0) }
+                      authentication: counterpartAuthentication, logger: Logger(label: counterpartKind.rawValue),
+                      transcript: { Console.result(counterpartKind.rawValue, $0) })
     }
     let headUnit = kind == .headUnit ? end : counterpart
     // The head unit is done after its first now-playing update with --once;
@@ -192,6 +185,7 @@ struct Phone: AsyncParsableCommand {
     )
 
     @OptionGroup var options: TransportOptions
+    @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     @Option(help: "Serve this library (JSON, format in Docs/Messages.md) instead of the built-in one.")
     var library: String?
@@ -209,6 +203,7 @@ struct Phone: AsyncParsableCommand {
         }
         var served = SampleLibrary.standard
         if let library { served = try LibraryFile.load(library) }
+        logging.bootstrap()
         try await runRole(.phone, options: options, once: once, library: served)
     }
 }
@@ -244,11 +239,13 @@ struct HeadUnit: AsyncParsableCommand {
     )
 
     @OptionGroup var options: TransportOptions
+    @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     @Flag(help: "Exit after the first now-playing update (with tcp-listen: after one connection).")
     var once = false
 
     func run() async throws {
+        logging.bootstrap()
         try await runRole(.headUnit, options: options, once: once)
     }
 }

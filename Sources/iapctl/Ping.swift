@@ -5,6 +5,7 @@ import IAPRoles
 import IAPTrace
 import IAPTransport
 import IAPWire
+import Logging
 import Synchronization
 
 struct Ping: AsyncParsableCommand {
@@ -23,6 +24,7 @@ struct Ping: AsyncParsableCommand {
     )
 
     @OptionGroup var options: TransportOptions
+    @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     @Option(parsing: .unconditional, help: "Pings to send.")
     var count = 100
@@ -43,18 +45,16 @@ struct Ping: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = Logger()
-        let quiet = json
+        logging.bootstrap()
         let (transport, other) = try options.open(as: .pinger)
         let answers = AnswerBox()
-        let end = MediaEndpoint(kind: .pinger, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .pinger)) { line in
-            if !quiet { logger("ping", line) }
-        }
+        let end = MediaEndpoint(kind: .pinger, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .pinger),
+                                logger: Logger(label: "ping"))
         end.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
         }
         let responderAuthentication = try options.authentication.endpointAuthentication(for: .responder)
-        let responder = other.map { MediaEndpoint(kind: .responder, transport: $0, authentication: responderAuthentication) { _ in } }
+        let responder = other.map { MediaEndpoint(kind: .responder, transport: $0, authentication: responderAuthentication, logger: .discarding("endpoint")) }
         do {
             try responder?.start()
             try end.start()
@@ -102,11 +102,11 @@ struct Ping: AsyncParsableCommand {
                 let milliseconds = Double(answeredAt - sent.nanoseconds) / 1e6
                 rtts.append(milliseconds)
                 if !json && (count <= 20 || sequence % max(1, count / 10) == 0) {
-                    logger("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
+                    Console.result("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
                 }
             } else {
                 lost += 1
-                if !json { logger("ping", "seq=\(sequence): no answer within \(timeout) s") }
+                if !json { Console.result("ping", "seq=\(sequence): no answer within \(timeout) s") }
             }
         }
         let sorted = rtts.sorted()

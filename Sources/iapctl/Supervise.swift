@@ -3,6 +3,7 @@ import IAPEndpoint
 import IAPHotplug
 import IAPLink
 import IAPTransport
+import Logging
 import IAPUSB
 import IAPUdev
 import Synchronization
@@ -40,6 +41,7 @@ struct Supervise: AsyncParsableCommand {
     var trace: String?
 
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
+    @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
@@ -66,7 +68,8 @@ struct Supervise: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = Logger()
+        logging.bootstrap()
+        let logger = Log()
         let kind: EndKind = role == "phone" ? .phone : .headUnit
         var supervisor = DeviceSupervisor(configuration: .init(matcher: try matcher()))
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(4096))
@@ -121,7 +124,7 @@ struct Supervise: AsyncParsableCommand {
                     let label = ConnectionLabel()
                     let usb = USBHostTransport(selector: selector)
                     let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
-                    let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication) { logger(label.text, $0) }
+                    let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication, logger: Logger(label: label.text))
                     // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
                     endpoint.stopWhen = { $0.endReason != nil }
                     do {

@@ -17,8 +17,8 @@ final class Lines: Sendable {
 func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), seed: UInt64 = 1) async throws -> (phone: MediaEndpoint, headUnit: MediaEndpoint, log: Lines) {
     let log = Lines()
     let (a, b) = LoopbackTransport.pair(towardsSecond: faults, towardsFirst: faults, seed: seed)
-    let headUnit = MediaEndpoint(kind: .headUnit, transport: a, shell: true) { log.add("head unit: " + $0) }
-    let phone = MediaEndpoint(kind: .phone, transport: b) { log.add("phone: " + $0) }
+    let headUnit = MediaEndpoint(kind: .headUnit, transport: a, shell: true, logger: .lines("test") { log.add("head unit: " + $0) })
+    let phone = MediaEndpoint(kind: .phone, transport: b, logger: .lines("test") { log.add("phone: " + $0) })
     let stop: @Sendable (MediaEndpoint) -> Bool = { $0.kind == .headUnit && ($0.shellQuit || $0.shellFinished) && $0.nowPlayingUpdates > 0 }
     headUnit.stopWhen = stop
     phone.stopWhen = stop
@@ -78,8 +78,8 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
     /// messages from outside wait for the first link up instead.
     @Test func messagesSentBeforeLinkUpAreHeldNotLost() async throws {
         let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(2)), towardsFirst: WireFaults(delay: .milliseconds(2)))
-        let pinger = MediaEndpoint(kind: .pinger, transport: a) { _ in }
-        let responder = MediaEndpoint(kind: .responder, transport: b) { _ in }
+        let pinger = MediaEndpoint(kind: .pinger, transport: a, logger: .discarding("endpoint"))
+        let responder = MediaEndpoint(kind: .responder, transport: b, logger: .discarding("endpoint"))
         let answers = Lines()
         pinger.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.add("\(sequence)") }
@@ -102,8 +102,8 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
     @Test func anAccessoryThatRestartsItsLinkIdentifiesAgainAfterRST() async throws {
         let log = Lines()
         let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(1)), towardsFirst: WireFaults(delay: .milliseconds(1)))
-        let headUnit = MediaEndpoint(kind: .headUnit, transport: a) { log.add("head unit: " + $0) }
-        let phone = MediaEndpoint(kind: .phone, transport: b) { log.add("phone: " + $0) }
+        let headUnit = MediaEndpoint(kind: .headUnit, transport: a, logger: .lines("test") { log.add("head unit: " + $0) })
+        let phone = MediaEndpoint(kind: .phone, transport: b, logger: .lines("test") { log.add("phone: " + $0) })
         headUnit.stopWhen = { _ in log.all.filter { $0 == "head unit: identification accepted" }.count == 2 }
         try phone.start()
         try headUnit.start()

@@ -18,7 +18,7 @@ import IAPTransport
 
     static func run(as kind: EndKind, peer: EndpointAuthentication, ours: EndpointAuthentication) async throws -> [ConformanceResult] {
         let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(1)), towardsFirst: WireFaults(delay: .milliseconds(1)))
-        let counterpart = MediaEndpoint(kind: kind == .phone ? .headUnit : .phone, transport: b, authentication: peer) { _ in }
+        let counterpart = MediaEndpoint(kind: kind == .phone ? .headUnit : .phone, transport: b, authentication: peer, logger: .discarding("endpoint"))
         try counterpart.start()
         let loop = Task { await counterpart.run() }
         let results = await SessionConformance(kind: kind, transport: a, authentication: ours, timeout: .seconds(20), observation: .seconds(1))

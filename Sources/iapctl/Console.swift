@@ -1,0 +1,87 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import IAPTransport
+import Logging
+
+/// Where the CLI writes. Results (decoded traces, JSON, the head unit's
+/// transcript, ping times) go to standard output; logs go through swift-log
+/// to standard error. Both are stamped with seconds since the start, so the
+/// two streams interleave readably in one terminal.
+enum Console {
+    static let start = MonotonicClock.now()
+
+    /// Seconds since the start, e.g. `12.034`.
+    static func stamp() -> String {
+        secondsText(Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9)
+    }
+
+    /// A result line on standard output: `[12.034] who: line`.
+    static func result(_ who: String, _ line: String) {
+        write("[\(stamp())] \(who): \(line)\n", to: 1)
+    }
+
+    static func write(_ text: String, to descriptor: Int32) {
+        _ = text.withCString { Glibc.write(descriptor, $0, strlen($0)) }
+    }
+}
+
+/// Log lines by who says them, through swift-log (standard error).
+struct Log: Sendable {
+    func callAsFunction(_ who: String, _ line: String, level: Logger.Level = .info) {
+        Logger(label: who).log(level: level, "\(line)")
+    }
+}
+
+/// swift-log's handler for the CLI: `[12.034] who: message` on standard
+/// error, with the level named for warnings and worse.
+struct ConsoleLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+
+    func log(event: LogEvent) {
+        let level = event.level >= .warning ? "\(event.level): " : ""
+        Console.write("[\(Console.stamp())] \(label): \(level)\(event.message)\n", to: 2)
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+}
+
+/// `--log-level`, `--verbose`, `--quiet`: how much the command logs on
+/// standard error. Results on standard output are not affected.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Log messages at this level and above on standard error: trace, debug, info (the default), notice, warning, error, critical.",
+                               valueName: "level"),
+            transform: { text in
+                guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                    throw ValidationError("'\(text)' is not a log level: use trace, debug, info, notice, warning, error or critical")
+                }
+                return level
+            })
+    var logLevel: Logger.Level?
+
+    @Flag(name: [.customShort("v"), .long], help: "Log more: debug messages too (--log-level debug).")
+    var verbose = false
+
+    @Flag(name: [.customShort("q"), .long], help: "Log less: warnings and errors only (--log-level warning).")
+    var quiet = false
+
+    func validate() throws {
+        if verbose && quiet { throw ValidationError("--verbose and --quiet contradict each other: give one") }
+        if logLevel != nil && (verbose || quiet) { throw ValidationError("give --log-level, or --verbose/--quiet, not both") }
+    }
+
+    var level: Logger.Level { logLevel ?? (verbose ? .debug : quiet ? .warning : .info) }
+
+    /// Sends every logger in the process to standard error at the chosen level.
+    func bootstrap() {
+        _ = Console.start
+        let level = self.level
+        LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level) }
+    }
+}
