@@ -103,8 +103,13 @@ public final class MediaEndpoint: @unchecked Sendable {
     public var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
 
     /// - Parameters:
+    ///   - kind: which end, and what runs on top of the link.
+    ///   - transport: the bytes' way to the peer; started by `start`.
+    ///   - shell: a head unit reads shell lines (`feedShell`) and acts on them.
+    ///   - library: what the sample app serves when `app` is nil.
     ///   - app: the phone's app; the sample app serving `library` when nil.
     ///   - headUnitLimits: what the head unit's screen can show.
+    ///   - authentication: the edge's cryptography for the session's authentication.
     ///   - logger: link events, session stages, problems.
     ///   - transcript: the head unit's view in words (media events, shell
     ///     answers); logged at info when nil.

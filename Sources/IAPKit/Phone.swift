@@ -136,10 +136,12 @@ public final class Phone: Sendable {
     private let configuration: Configuration
 
     /// - Parameters:
+    ///   - appName: the name the head unit shows.
     ///   - content: the content tree; nil for an app with nothing to browse.
     ///   - commands: what the head unit's buttons and voice can ask.
     ///   - nowPlaying: what is playing; a data source that starts playback
     ///     usually holds the same center.
+    ///   - configuration: authentication and logging.
     public init(appName: String, content: (any ContentDataSource)?, commands: RemoteCommandCenter = RemoteCommandCenter(),
                 nowPlaying: NowPlayingCenter = NowPlayingCenter(), configuration: Configuration = Configuration()) {
         self.appName = appName

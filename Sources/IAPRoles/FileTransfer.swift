@@ -155,6 +155,9 @@ public struct FileTransferSender: Sendable {
     private var sentFirst = false
 
     /// - Parameters:
+    ///   - transferID: the id the receiver knows the file by (named in the message that announced it).
+    ///   - file: the file's bytes.
+    ///   - fileType: the type in the setup datagram (artwork by default); nil leaves it out.
     ///   - maximumDataPerDatagram: file bytes per datagram: the link's
     ///     negotiated payload size minus `datagramHeaderSize`. At least 1.
     ///   - maximumDatagramsPerOutput: at most this many data datagrams per
