@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "IAPAuthentication", targets: ["IAPAuthentication"]),
         .library(name: "IAPEndpoint", targets: ["IAPEndpoint"]),
         .library(name: "IAPKit", targets: ["IAPKit"]),
+        .library(name: "IAPDemo", targets: ["IAPDemo"]),
         .library(name: "IAPUSB", targets: ["IAPUSB"]),
         .library(name: "IAPHotplug", targets: ["IAPHotplug"]),
         .library(name: "IAPUdev", targets: ["IAPUdev"]),
@@ -50,12 +51,16 @@ let package = Package(
         // identification, the media role, file transfer. Sans-IO; the
         // cryptography it needs is asked of the edge. What every runner drives.
         .target(name: "IAPSession", dependencies: ["IAPWire", "IAPLink", "IAPRoles"]),
-        // A link end with its roles over a real transport, in real time: what
-        // `iapctl phone`, `head-unit` and `ping` run (and the head-unit shell).
+        // The connection core over a real transport, in real time: what
+        // `iapctl phone`, `head-unit`, `ping`, `gadget` and `supervise` run,
+        // and what IAPKit is built on.
         .target(name: "IAPEndpoint", dependencies: [
-            "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire", "IAPConformance",
+            "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The sample app and library, the head-unit shell and the head unit's
+        // view in words: the demo's and the CLI's, not the library's.
+        .target(name: "IAPDemo", dependencies: ["IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPWire", "IAPTransport"]),
         // libusb, for the USB host transport only: nothing below IAPUSB needs it.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         // The USB host transport (libusb on a dedicated event thread).
@@ -71,7 +76,7 @@ let package = Package(
         .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport"]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
-        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles", "IAPSession", "IAPAuthentication"]),
+        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint", "IAPDemo"]),
         // iAP2 authentication: the accessory certificate parsed, challenges made
         // and verified, chain trust, and the accessory's authenticators (a
         // software key and the I2C coprocessor). Docs/Authentication.md.
@@ -100,17 +105,17 @@ let package = Package(
             name: "iapctl",
             dependencies: [
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
-                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit",
+                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
-        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
+        .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPDemo", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPWire"]),
-        .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPRoles", "IAPLink", "IAPWire"]),
+        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"]),
+        .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPDemo", "IAPRoles", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(
             name: "IAPAuthenticationTests",

@@ -1,3 +1,4 @@
+import IAPDemo
 import IAPLink
 import IAPRoles
 import IAPSession

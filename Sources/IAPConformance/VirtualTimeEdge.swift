@@ -1,3 +1,4 @@
+import IAPDemo
 import IAPAuthentication
 import IAPLink
 import IAPRoles

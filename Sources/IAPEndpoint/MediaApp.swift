@@ -3,7 +3,7 @@ import IAPRoles
 
 /// The app a phone endpoint serves: what the connection core asks of it
 /// (content to load, what is playing, commands, a pause when the head unit
-/// goes away). `SampleApp` is one; `IAPKit.Phone` adapts an app developer's
+/// goes away). `IAPDemo.SampleApp` is one; `IAPKit.Phone` adapts an app developer's
 /// data source, now-playing center and command center to it.
 public protocol MediaApp: Sendable {
     var appName: String { get }
@@ -27,5 +27,3 @@ extension MediaApp {
     public var offersContent: Bool { true }
     public func setTime(_ now: LinkInstant) {}
 }
-
-extension SampleApp: MediaApp {}

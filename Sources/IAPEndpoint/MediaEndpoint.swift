@@ -11,9 +11,9 @@ import Synchronization
 
 /// Which end of the link a command runs, and with what on top.
 public enum EndKind: String, Sendable {
-    /// The device end: identification, then the media role with the sample app.
+    /// The device end: authentication and identification of the accessory, then the media role serving an app.
     case phone = "phone"
-    /// The accessory end: identification, then the media role and its shell.
+    /// The accessory end: authentication and identification, then the media role.
     case headUnit = "head-unit"
     /// A device end with no role: it answers pings.
     case responder = "responder"
@@ -47,9 +47,10 @@ public struct EndpointAuthentication: Sendable {
 
 /// One link end over a real transport with the session on top, in real
 /// time: a thin driver of the connection core (`IAPSession.Connection`).
-/// Everything that happens (link events, the edge's answers, the core's
-/// deadlines, shell lines) is serialised through one stream and handled in
-/// order by `run`, so the core is only ever touched from one task.
+/// Everything that happens (link events, the edge's answers, the app's
+/// loads, the core's deadlines, actions from other tasks) is serialised
+/// through one stream and handled in order by `run`, so the core is only
+/// ever touched from one task.
 ///
 /// `@unchecked Sendable`: the mutable state below is touched only from
 /// `run` (one task at a time); other tasks only yield into `feed`.
@@ -59,7 +60,6 @@ public final class MediaEndpoint: @unchecked Sendable {
         case authenticator(AuthenticatorAnswer)
         case verified(VerificationAnswer)
         case tick
-        case shell(String?)
         case outgoing(ControlMessage)
         /// The app answered a load.
         case loaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
@@ -72,9 +72,6 @@ public final class MediaEndpoint: @unchecked Sendable {
     public let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
     private let logger: Logger
-    /// Where the head unit's view goes: media events in words, the shell's
-    /// answers and the now-playing watch (a transcript, not a log).
-    private let transcript: @Sendable (String) -> Void
     private let authentication: EndpointAuthentication
 
     // Touched only from `run`.
@@ -85,11 +82,8 @@ public final class MediaEndpoint: @unchecked Sendable {
     private let transportEnd = Mutex<String?>(nil)
     /// Why the transport closed, readable from any task; nil while it is open.
     public var transportClosedReason: String? { transportEnd.withLock { $0 } }
-    /// The phone's app (the sample app unless another was given).
-    public let app: any MediaApp
-    private var shell: HeadUnitShell?
-    private var shellLines: [String] = []
-    private var shellEnded = false
+    /// The phone's app; nil for a head unit, or a phone with nothing to serve.
+    public let app: (any MediaApp)?
     /// Messages from outside that came before the first link up.
     private var heldOutgoing: [ControlMessage] = []
     private var timer: Task<Void, Never>?
@@ -105,36 +99,29 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// - Parameters:
     ///   - kind: which end, and what runs on top of the link.
     ///   - transport: the bytes' way to the peer; started by `start`.
-    ///   - shell: a head unit reads shell lines (`feedShell`) and acts on them.
-    ///   - library: what the sample app serves when `app` is nil.
-    ///   - app: the phone's app; the sample app serving `library` when nil.
+    ///   - app: the phone's app; nil for a phone that serves nothing.
     ///   - headUnitLimits: what the head unit's screen can show.
     ///   - authentication: the edge's cryptography for the session's authentication.
-    ///   - logger: link events, session stages, problems.
-    ///   - transcript: the head unit's view in words (media events, shell
-    ///     answers); logged at info when nil.
-    public init(kind: EndKind, transport: Transport, shell: Bool = false, library: SampleLibrary = .standard, app: (any MediaApp)? = nil,
-                headUnitLimits: HeadUnitLimits = .audioApps, authentication: EndpointAuthentication = .off,
-                logger: Logger, transcript: (@Sendable (String) -> Void)? = nil) {
+    ///   - logger: link events, session stages, problems; the head unit's
+    ///     media events in words at debug (`onEvent` has them typed).
+    public init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
+                authentication: EndpointAuthentication = .off, logger: Logger) {
         self.kind = kind
         self.logger = logger
-        self.transcript = transcript ?? { logger.info("\($0)") }
-        let app = app ?? SampleApp(library: library)
         self.app = app
         self.authentication = authentication
         driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport)
         (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let phone = PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: kind == .phone && app.offersContent)
+        let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
+                                   offersContent: kind == .phone && app?.offersContent == true)
         var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
-        if kind == .phone { nowPlaying = { now in app.nowPlaying(at: now) } }
+        if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication.policy),
                                 phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
-        if shell { self.shell = HeadUnitShell() }
     }
 
     public var headUnit: HeadUnitMediaRole { connection.headUnit }
     public var nowPlayingUpdates: Int { connection.headUnit.nowPlaying.updates }
-    public var shellFinished: Bool { shellEnded && shellLines.isEmpty && connection.headUnit.nextDeadline == nil }
 
     /// Starts the transport and the forwarding of link events.
     public func start() throws(TransportError) {
@@ -150,9 +137,6 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// Runs the core's timers and `stopWhen` now, for a caller waiting on
     /// a condition while the peer is silent.
     public func wake() { feed.yield(.tick) }
-
-    /// Lines for the shell (a script on standard input, or a person).
-    public func feedShell(_ line: String?) { feed.yield(.shell(line)) }
 
     /// Sends a message on the control session from another task (the ping
     /// loop); it goes out in order with everything else.
@@ -178,7 +162,7 @@ public final class MediaEndpoint: @unchecked Sendable {
 
     private func handle(_ input: Input) async {
         let now = now()
-        app.setTime(now)
+        app?.setTime(now)
         switch input {
         case .link(let event): await linkEvent(event, now: now)
         case .authenticator(let answer): await perform(connection.authenticatorAnswered(answer, now: now))
@@ -186,8 +170,6 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .tick:
             timerDeadline = nil
             await perform(connection.tick(now: now))
-        case .shell(let line):
-            if let line { shellLines.append(line) } else { shellEnded = true }
         case .loaded(let token, let result, let readyAt):
             await perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now))
         case .action(let action):
@@ -201,8 +183,6 @@ public final class MediaEndpoint: @unchecked Sendable {
                 await perform(connection.send(message, now: now))
             }
         }
-        // Any input may have answered what the shell's script waits for.
-        await runShell(now: now)
         armTimer(now: now)
     }
 
@@ -279,16 +259,20 @@ public final class MediaEndpoint: @unchecked Sendable {
                 let feed = self.feed
                 Task { feed.yield(.verified(await verifier(request))) }
             case .load(let token, let request):
+                guard let app else {
+                    pending += connection.complete(token: token, with: .failed(.noSuchContent, "this phone serves no app"), at: now(), now: now())
+                    continue
+                }
                 // In a task of its own: a slow app holds up nothing else.
                 // The delay an app states (the sample's simulated network)
                 // is kept by the core.
-                let (app, feed, started) = (self.app, self.feed, now())
+                let (feed, started) = (self.feed, now())
                 Task {
                     let (result, delay) = await app.load(request, now: started)
                     feed.yield(.loaded(token: token, result, readyAt: started + delay))
                 }
             case .pausePlayback:
-                app.pause(at: now())
+                app?.pause(at: now())
             }
         }
     }
@@ -299,7 +283,7 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .stage(let stage):
             if case .failed = stage { logger.error("session now \(stage)") } else { logger.info("session now \(stage)") }
         case .accessoryCertificate: break // logged by the core with its summary
-        case .media(let media): transcript(MediaEventText.describe(media, headUnit: connection.headUnit, now: now()))
+        case .media(let media): logger.debug("media: \(media)")
         case .fileReceived: break // logged by the core
         case .unhandled(let message):
             if let onMessage { onMessage(message) } else { logger.debug("received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))")") }
@@ -308,14 +292,9 @@ public final class MediaEndpoint: @unchecked Sendable {
         }
     }
 
-    /// One timer, at the earliest of the core's deadline and the shell's
-    /// next watch line; no polling.
+    /// One timer, at the core's next deadline; no polling.
     private func armTimer(now: LinkInstant) {
-        var deadline = connection.nextDeadline
-        if let watch = shell?.watchUntil, now < watch {
-            let next = (shell?.lastWatch).map { $0 + .seconds(1) } ?? now
-            deadline = deadline.map { min($0, next) } ?? next
-        }
+        let deadline = connection.nextDeadline
         guard deadline != timerDeadline else { return }
         timer?.cancel()
         timerDeadline = deadline
@@ -327,34 +306,6 @@ public final class MediaEndpoint: @unchecked Sendable {
             if !Task.isCancelled { feed.yield(.tick) }
         }
     }
-
-    // MARK: Shell
-
-    private func runShell(now: LinkInstant) async {
-        guard var current = shell, connection.isMediaConnected, connection.headUnit.appName != nil else { return }
-        // A script waits for the answers to one line before the next.
-        while !shellLines.isEmpty, connection.headUnit.nextDeadline == nil {
-            let line = shellLines.removeFirst()
-            var text: [String] = []
-            let outputs = connection.headUnitDoes(now: now) { role, now in
-                let (outputs, printed) = current.execute(line, role: &role, now: now)
-                text = printed
-                return outputs
-            }
-            for printed in text { transcript(printed) }
-            shell = current
-            await perform(outputs)
-            current = shell ?? current
-            if current.quit { shellEnded = true; shellLines.removeAll() }
-        }
-        shell = current
-        if let watch = current.watchUntil, now < watch, current.lastWatch.map({ now.nanoseconds - $0.nanoseconds >= 1_000_000_000 }) ?? true {
-            shell?.lastWatch = now
-            transcript(MediaEventText.nowPlayingLine(connection.headUnit, now: now))
-        }
-    }
-
-    public var shellQuit: Bool { shell?.quit ?? false }
 }
 
 extension VerificationRequest {

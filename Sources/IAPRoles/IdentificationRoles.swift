@@ -7,12 +7,11 @@ public enum RoleOutput: Sendable, Equatable {
     case log(String)
 }
 
-/// The device (phone) end of identification and now playing, as iAP2 does
-/// them: after link-up it sends StartIdentification, checks the accessory's
-/// IdentificationInformation (accepting, or rejecting with every missing or
-/// malformed parameter named), then answers StartNowPlayingUpdates with a
-/// full NowPlayingUpdate of its current track. Sans-IO: fed messages, it
-/// answers with outputs.
+/// The device (phone) end of identification, as iAP2 does it: after link-up
+/// it sends StartIdentification and checks the accessory's
+/// IdentificationInformation, accepting it or rejecting it with every missing
+/// or malformed parameter named. Sans-IO: fed messages, it answers with
+/// outputs. What follows identification is the media role's.
 public struct PhoneIdentificationRole: Sendable {
     public enum State: Sendable, Equatable {
         case disconnected
@@ -21,15 +20,11 @@ public struct PhoneIdentificationRole: Sendable {
     }
 
     public private(set) var state = State.disconnected
-    public var track: SampleTrack
-    /// Attribute ids the accessory asked for, per group (0 media item, 1 playback).
-    public private(set) var subscription: [UInt16: [UInt16]]?
 
-    public init(track: SampleTrack = .kindOfBlue) { self.track = track }
+    public init() {}
 
     public mutating func linkUp() -> [RoleOutput] {
         state = .awaitingIdentification
-        subscription = nil
         return [.send(ControlMessage(id: MessageID.startIdentification)), .log("sent StartIdentification")]
     }
 
@@ -37,7 +32,6 @@ public struct PhoneIdentificationRole: Sendable {
     public mutating func linkDown() -> [RoleOutput] {
         let was = state
         state = .disconnected
-        subscription = nil
         if case .identified(let identity) = was { return [.log("disconnected from \(identity.name)")] }
         return []
     }
@@ -56,17 +50,6 @@ public struct PhoneIdentificationRole: Sendable {
             }
         case (.identified(let identity), _) where !identity.messagesSent.contains(message.id):
             return [.log("error: \(identity.name) sent \(name), which it did not declare in MessagesSentByAccessory; ignored")]
-        case (.identified, MessageID.startNowPlayingUpdates):
-            var wanted: [UInt16: [UInt16]] = [:]
-            for group in message.parameters where group.id <= 1 {
-                wanted[group.id] = ((try? group.group()) ?? []).map(\.id)
-            }
-            subscription = wanted
-            return [.send(track.nowPlayingUpdate(wanted: wanted)),
-                    .log("now playing requested (\(wanted[0]?.count ?? 0) item and \(wanted[1]?.count ?? 0) playback attributes): sent \(track.title)")]
-        case (.identified, MessageID.stopNowPlayingUpdates):
-            subscription = nil
-            return [.log("now playing updates stopped")]
         case (.identified, _):
             return [.log("received \(name)")]
         default:
@@ -75,22 +58,13 @@ public struct PhoneIdentificationRole: Sendable {
     }
 }
 
-/// The accessory (head unit) end: answers StartIdentification with its
-/// identity, then subscribes to now playing and logs each update.
+/// The accessory (head unit) end of identification: answers
+/// StartIdentification with its identity and reports the device's verdict.
 public struct HeadUnitIdentificationRole: Sendable {
     public let identity: AccessoryIdentity
-    /// Subscribe to now playing itself once accepted (off when the media
-    /// role, which does it on connect, runs on top).
-    public var subscribesToNowPlaying = true
     public private(set) var identified = false
-    public private(set) var nowPlaying: [InterpretedParameter] = []
-    public private(set) var updates = 0
 
     public init(identity: AccessoryIdentity = .devKitHeadUnit) { self.identity = identity }
-
-    /// The attributes the head unit shows.
-    public static let wantedMediaItem: [UInt16] = [0, 1, 4, 6, 7, 8, 12, 16, 26]
-    public static let wantedPlayback: [UInt16] = [0, 1, 2, 3, 5, 6, 7]
 
     public mutating func linkDown() {
         identified = false
@@ -102,42 +76,14 @@ public struct HeadUnitIdentificationRole: Sendable {
             return [.send(identity.message), .log("sent IdentificationInformation as \(identity.name)")]
         case MessageID.identificationAccepted:
             identified = true
-            guard subscribesToNowPlaying else { return [.log("identification accepted")] }
-            let start = ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
-                (try? .group(0, Self.wantedMediaItem.map { .none($0) })) ?? .none(0),
-                (try? .group(1, Self.wantedPlayback.map { .none($0) })) ?? .none(1),
-            ])
-            return [.log("identification accepted"), .send(start), .log("sent StartNowPlayingUpdates")]
+            return [.log("identification accepted")]
         case MessageID.identificationRejected:
             let spec = MessageCatalog.message(MessageID.identificationInformation)
             let names = message.parameters.map { spec?.parameter($0.id)?.name ?? "parameter \($0.id)" }
             return [.log("identification rejected; the device objects to: \(names.joined(separator: ", "))")]
-        case MessageID.nowPlayingUpdate:
-            updates += 1
-            nowPlaying = MessageCatalog.interpret(message)
-            return [.log("now playing: " + Self.summary(nowPlaying))]
         default:
             return [.log("received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16, uppercase: true))")")]
         }
-    }
-
-    static func summary(_ parameters: [InterpretedParameter]) -> String {
-        var fields: [String] = []
-        for group in parameters {
-            guard case .group(let members) = group.value else { continue }
-            for member in members {
-                let value: String
-                switch member.value {
-                case .string(let text): value = "\"\(text)\""
-                case .unsigned(let number): value = String(number)
-                case .enumeration(let number, let name): value = name ?? String(number)
-                case .bool(let flag): value = String(flag)
-                default: continue
-                }
-                fields.append("\(member.name ?? String(member.id))=\(value)")
-            }
-        }
-        return fields.joined(separator: " ")
     }
 }
 

@@ -127,8 +127,6 @@ public struct Connection: Sendable {
         self.headUnit = headUnit
         deviceAuthentication = DeviceAuthentication(stepTimeout: configuration.stepTimeout)
         headIdentification = HeadUnitIdentificationRole(identity: configuration.identity)
-        // The media role subscribes to now playing itself when it connects.
-        headIdentification.subscribesToNowPlaying = false
     }
 
     public var isMediaConnected: Bool {

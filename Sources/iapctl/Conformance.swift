@@ -1,4 +1,5 @@
 import ArgumentParser
+import IAPDemo
 import IAPConformance
 import IAPEndpoint
 import IAPKit
@@ -157,7 +158,7 @@ extension Conformance {
     private func withCounterpart(_ spec: TransportSpec, kind: EndKind, authentication: EndpointAuthentication,
                                  _ body: (Transport) async -> [ConformanceResult]) async throws -> [ConformanceResult] {
         let (transport, other) = spec.openPair()
-        let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, authentication: authentication, logger: .discarding("endpoint")) }
+        let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, app: kind == .phone ? SampleApp() : nil, authentication: authentication, logger: .discarding("endpoint")) }
         try counterpart?.start()
         let loop = Task { [counterpart] in await counterpart?.run() }
         let results = await body(transport)

@@ -2,6 +2,7 @@ import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
+import IAPDemo
 import IAPEndpoint
 import IAPLink
 import IAPTransport
@@ -82,7 +83,7 @@ struct Gadget: AsyncParsableCommand {
             number += 1
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
-            let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication, logger: Logger(label: label))
+            let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: endpointAuthentication, logger: Logger(label: label))
             // A new phone program on the host side gets a fresh link without a
             // replug: the accessory link end starts over by itself.
             do {

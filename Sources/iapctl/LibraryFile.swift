@@ -1,4 +1,5 @@
 import Foundation
+import IAPDemo
 import IAPRoles
 
 /// A library for `iapctl phone --library`: the JSON form of SampleLibrary

@@ -2,6 +2,7 @@ import ArgumentParser
 #if canImport(Glibc)
 import Glibc
 #endif
+import IAPDemo
 import IAPLink
 import IAPEndpoint
 import IAPRoles
@@ -78,25 +79,25 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
     }
 }
 
-/// Where shell lines go: the head unit of the current connection.
+/// Where shell lines go: the head unit's shell of the current connection.
 final class ShellFeed: Sendable {
-    private let current = Mutex<(endpoint: MediaEndpoint?, waiting: [String?])>((nil, []))
+    private let current = Mutex<(shell: ShellDriver?, waiting: [String?])>((nil, []))
 
     func feed(_ line: String?) {
-        let endpoint = current.withLock { state -> MediaEndpoint? in
-            if state.endpoint == nil { state.waiting.append(line) }
-            return state.endpoint
+        let shell = current.withLock { state -> ShellDriver? in
+            if state.shell == nil { state.waiting.append(line) }
+            return state.shell
         }
-        endpoint?.feedShell(line)
+        shell?.feed(line)
     }
 
-    func attach(_ endpoint: MediaEndpoint?) {
+    func attach(_ shell: ShellDriver?) {
         let waiting = current.withLock { state -> [String?] in
-            state.endpoint = endpoint
+            state.shell = shell
             defer { state.waiting = [] }
-            return endpoint == nil ? [] : state.waiting
+            return shell == nil ? [] : state.waiting
         }
-        for line in waiting { endpoint?.feedShell(line) }
+        for line in waiting { shell?.feed(line) }
     }
 }
 
@@ -113,29 +114,29 @@ struct ConnectionOutcome {
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
                    library: SampleLibrary, shell: ShellFeed, logger: Log, serving: Bool = false) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
-    let end = MediaEndpoint(kind: kind, transport: transport, shell: kind == .headUnit && !once, library: library,
-                            authentication: try options.authentication.endpointAuthentication(for: kind),
-                            logger: Logger(label: kind.rawValue), transcript: { Console.result(kind.rawValue, $0) })
-    let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
-    let counterpartAuthentication = try options.authentication.endpointAuthentication(for: counterpartKind)
-    let counterpart = other.map {
-        MediaEndpoint(kind: counterpartKind, transport: $0, shell: counterpartKind == .headUnit, library: library,
-                      authentication: counterpartAuthentication, logger: Logger(label: counterpartKind.rawValue),
-                      transcript: { Console.result(counterpartKind.rawValue, $0) })
+    func endpoint(_ kind: EndKind, over transport: Transport) throws -> MediaEndpoint {
+        MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
+                      authentication: try options.authentication.endpointAuthentication(for: kind), logger: Logger(label: kind.rawValue))
     }
+    let end = try endpoint(kind, over: transport)
+    let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
+    let counterpart = try other.map { try endpoint(counterpartKind, over: $0) }
     let headUnit = kind == .headUnit ? end : counterpart
+    // The head unit's view, and its shell unless it only waits for now playing.
+    let headUnitShell = headUnit.map { endpoint in ShellDriver(endpoint: endpoint) { Console.result(EndKind.headUnit.rawValue, $0) } }
+    let runsShell = !(kind == .headUnit && once)
     // The head unit is done after its first now-playing update with --once;
     // otherwise when its shell has quit (or its script ended and every
     // request was answered), after it has seen now playing at least once.
     // A listener's connection ends with the peer or the shell's quit.
     let started = MonotonicClock.now()
     let stop: @Sendable (MediaEndpoint) -> Bool = { endpoint in
-        guard endpoint.kind == .headUnit else { return false }
-        if once { return endpoint.nowPlayingUpdates > 0 }
-        if endpoint.shellQuit { return true }
+        guard endpoint.kind == .headUnit, let shell = headUnitShell else { return false }
+        if once { return shell.nowPlayingUpdates > 0 }
+        if shell.quit { return true }
         if serving { return false }
         let waited = Double(MonotonicClock.now().nanoseconds - started.nanoseconds) / 1e9
-        return endpoint.shellFinished && (endpoint.nowPlayingUpdates > 0 || waited > 15)
+        return shell.finished && (shell.nowPlayingUpdates > 0 || waited > 15)
     }
     end.stopWhen = stop
     counterpart?.stopWhen = stop
@@ -148,7 +149,7 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     if !serving {
         logger(kind.rawValue, "running over \(options.transport)" + (headUnit != nil && interactive ? "; type `help` for the shell's commands" : ""))
     }
-    shell.attach(headUnit)
+    if runsShell { shell.attach(headUnitShell) }
     await withTaskGroup(of: Void.self) { group in
         group.addTask { await end.run() }
         if let counterpart { group.addTask { await counterpart.run() } }
@@ -161,7 +162,7 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     var failed = false
     if let headUnit, !headUnit.everUp || (once && headUnit.nowPlayingUpdates == 0) { failed = true }
     if kind == .phone, !end.everUp { failed = true }
-    return ConnectionOutcome(quit: headUnit?.shellQuit ?? false, failed: failed)
+    return ConnectionOutcome(quit: headUnitShell?.quit ?? false, failed: failed)
 }
 
 struct Phone: AsyncParsableCommand {

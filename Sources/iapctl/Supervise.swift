@@ -1,4 +1,5 @@
 import ArgumentParser
+import IAPDemo
 import IAPEndpoint
 import IAPHotplug
 import IAPLink
@@ -124,7 +125,7 @@ struct Supervise: AsyncParsableCommand {
                     let label = ConnectionLabel()
                     let usb = USBHostTransport(selector: selector)
                     let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
-                    let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication, logger: Logger(label: label.text))
+                    let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: endpointAuthentication, logger: Logger(label: label.text))
                     // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
                     endpoint.stopWhen = { $0.endReason != nil }
                     do {

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import IAPDemo
 import IAPEndpoint
 import IAPLink
 import IAPRoles
@@ -17,15 +18,16 @@ final class Lines: Sendable {
 func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), seed: UInt64 = 1) async throws -> (phone: MediaEndpoint, headUnit: MediaEndpoint, log: Lines) {
     let log = Lines()
     let (a, b) = LoopbackTransport.pair(towardsSecond: faults, towardsFirst: faults, seed: seed)
-    let headUnit = MediaEndpoint(kind: .headUnit, transport: a, shell: true, logger: .lines("test") { log.add("head unit: " + $0) })
-    let phone = MediaEndpoint(kind: .phone, transport: b, logger: .lines("test") { log.add("phone: " + $0) })
-    let stop: @Sendable (MediaEndpoint) -> Bool = { $0.kind == .headUnit && ($0.shellQuit || $0.shellFinished) && $0.nowPlayingUpdates > 0 }
+    let headUnit = MediaEndpoint(kind: .headUnit, transport: a, logger: .lines("test") { log.add("head unit: " + $0) })
+    let phone = MediaEndpoint(kind: .phone, transport: b, app: SampleApp(), logger: .lines("test") { log.add("phone: " + $0) })
+    let shell = ShellDriver(endpoint: headUnit) { log.add("head unit: " + $0) }
+    let stop: @Sendable (MediaEndpoint) -> Bool = { _ in (shell.quit || shell.finished) && shell.nowPlayingUpdates > 0 }
     headUnit.stopWhen = stop
     phone.stopWhen = stop
     try phone.start()
     try headUnit.start()
-    for line in script { headUnit.feedShell(line) }
-    headUnit.feedShell(nil)
+    for line in script { shell.feed(line) }
+    shell.feed(nil)
     await runUntilOneStops([headUnit, phone], timeout: .seconds(30))
     return (phone, headUnit, log)
 }
@@ -103,7 +105,7 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
         let log = Lines()
         let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(1)), towardsFirst: WireFaults(delay: .milliseconds(1)))
         let headUnit = MediaEndpoint(kind: .headUnit, transport: a, logger: .lines("test") { log.add("head unit: " + $0) })
-        let phone = MediaEndpoint(kind: .phone, transport: b, logger: .lines("test") { log.add("phone: " + $0) })
+        let phone = MediaEndpoint(kind: .phone, transport: b, app: SampleApp(), logger: .lines("test") { log.add("phone: " + $0) })
         headUnit.stopWhen = { _ in log.all.filter { $0 == "head unit: identification accepted" }.count == 2 }
         try phone.start()
         try headUnit.start()

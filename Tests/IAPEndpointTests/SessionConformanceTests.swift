@@ -1,4 +1,5 @@
 import Testing
+import IAPDemo
 import IAPConformance
 import IAPEndpoint
 import IAPRoles
@@ -18,7 +19,7 @@ import IAPTransport
 
     static func run(as kind: EndKind, peer: EndpointAuthentication, ours: EndpointAuthentication) async throws -> [ConformanceResult] {
         let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(1)), towardsFirst: WireFaults(delay: .milliseconds(1)))
-        let counterpart = MediaEndpoint(kind: kind == .phone ? .headUnit : .phone, transport: b, authentication: peer, logger: .discarding("endpoint"))
+        let counterpart = MediaEndpoint(kind: kind == .phone ? .headUnit : .phone, transport: b, app: kind == .phone ? nil : SampleApp(), authentication: peer, logger: .discarding("endpoint"))
         try counterpart.start()
         let loop = Task { await counterpart.run() }
         let results = await SessionConformance(kind: kind, transport: a, authentication: ours, timeout: .seconds(20), observation: .seconds(1))

@@ -35,7 +35,7 @@ import IAPWire
         return log
     }
 
-    @Test func identificationThenNowPlaying() throws {
+    @Test func theHeadUnitIdentifiesAndIsAccepted() throws {
         var phone = PhoneIdentificationRole()
         var headUnit = HeadUnitIdentificationRole()
         let log = try converse(phone: &phone, headUnit: &headUnit)
@@ -45,9 +45,7 @@ import IAPWire
         }
         #expect(identity == AccessoryIdentity.devKitHeadUnit)
         #expect(headUnit.identified)
-        #expect(headUnit.updates == 1)
-        #expect(phone.subscription?[0] == HeadUnitIdentificationRole.wantedMediaItem)
-        #expect(log.contains { $0.contains("title") || $0.contains("MediaItemTitle=\"Blue in Green\"") })
+        #expect(log.contains("head unit: identification accepted"), "\(log)")
     }
 
     @Test func missingAndMalformedParametersAreEachNamed() throws {

@@ -1,4 +1,5 @@
 import Testing
+import IAPDemo
 import IAPLink
 import IAPRoles
 import IAPWire

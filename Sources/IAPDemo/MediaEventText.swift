@@ -1,4 +1,5 @@
 import IAPLink
+import IAPRoles
 
 /// Head-unit events in words, for transcripts, logs and the shell.
 public enum MediaEventText {

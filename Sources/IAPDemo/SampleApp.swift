@@ -1,4 +1,5 @@
 import IAPLink
+import IAPRoles
 import IAPWire
 import Synchronization
 
@@ -25,24 +26,6 @@ public struct SampleTrack: Hashable, Sendable, Codable {
         self.inBrowseTree = inBrowseTree
     }
 
-    public static let kindOfBlue = SampleLibrary.standard.albums[0].tracks[2]
-
-    /// A full NowPlayingUpdate of this track with the given attributes
-    /// (all of them when `wanted` is empty), for the identification flow.
-    public func nowPlayingUpdate(wanted: [UInt16: [UInt16]]) -> ControlMessage {
-        let info = NowPlayingInfo(itemID: persistentID, title: title, artist: artist, albumTitle: album, genre: genre,
-                                  durationMilliseconds: durationMilliseconds, elapsedMilliseconds: 42_000, playbackRate: 1,
-                                  queueIndex: 2, queueCount: 5, state: .playing, appName: "iap-devkit")
-        var message = NowPlayingUpdate(full: info).message
-        if !wanted.isEmpty {
-            message.parameters = message.parameters.compactMap { groupParameter in
-                guard let ids = wanted[groupParameter.id], let members = try? groupParameter.group() else { return nil }
-                let kept = members.filter { ids.contains($0.id) }
-                return kept.isEmpty ? nil : group(groupParameter.id, kept)
-            }
-        }
-        return message
-    }
 }
 
 /// The built-in library `iapctl demo` and `iapctl phone` serve: four tabs,

@@ -7,7 +7,6 @@ public struct HeadUnitShell: Sendable {
     private(set) var path: [String] = [""]
     private(set) var quit = false
     var watchUntil: LinkInstant?
-    var lastWatch: LinkInstant?
 
 
     static let help = [
@@ -103,7 +102,6 @@ public struct HeadUnitShell: Sendable {
         case "watch":
             let duration = Double(argument) ?? 5
             watchUntil = now + .milliseconds(Int64(duration * 1000))
-            lastWatch = nil
             return ([], text)
         case "art":
             guard let item = row(argument), let image = item.imageID ?? item.imageRow?.entries.first?.imageID else {

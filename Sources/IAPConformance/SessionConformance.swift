@@ -1,7 +1,9 @@
-import IAPConformance
+import IAPDemo
+import IAPEndpoint
 import IAPLink
 import IAPSession
 import IAPTransport
+import Logging
 import Synchronization
 
 /// The session checked against another implementation in real time, with
@@ -47,7 +49,7 @@ public struct SessionConformance: Sendable {
     public func run(seed: UInt64, report: @Sendable (ConformanceResult) -> Void) async -> [ConformanceResult] {
         let seen = Mutex(Seen())
         let started = MonotonicClock.now()
-        let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: authentication, logger: .lines(kind.rawValue) { line in
+        let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: authentication, logger: .lines(kind.rawValue) { line in
             seen.withLock { $0.lines.append(line) }
         })
         let timeout = self.timeout, observation = self.observation
