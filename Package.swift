@@ -69,6 +69,9 @@ let package = Package(
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
         .target(name: "IAPHotplug", dependencies: ["IAPLink"]),
+        // libedit, for the interactive head-unit shell only (line editing,
+        // history, completion).
+        .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
         // libudev, for hotplug monitoring and device listing only.
         .systemLibrary(name: "CLibUDev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         // The udev edge: USB devices enumerated and watched (add/remove) on
@@ -105,7 +108,7 @@ let package = Package(
             name: "iapctl",
             dependencies: [
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
-                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo",
+                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo", "CLibEdit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

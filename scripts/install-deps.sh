@@ -4,9 +4,9 @@
 set -euo pipefail
 
 # Debian packages the build needs: libusb for the USB host transport,
-# libudev for hotplug (the only C libraries the package links) and
-# pkg-config to find them.
-packages=(libusb-1.0-0-dev libudev-dev pkg-config)
+# libudev for hotplug, libedit for the interactive head-unit shell (the only
+# C libraries the package links) and pkg-config to find them.
+packages=(libusb-1.0-0-dev libudev-dev libedit-dev pkg-config)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -6,6 +6,9 @@ public struct HeadUnitShell: Sendable {
     /// The container shown (`""` is the tabs).
     private(set) var path: [String] = [""]
     private(set) var quit = false
+    /// Lines that could not be carried out (an unknown command, a row that
+    /// is not there, a bad argument): a script with any fails at its end.
+    public private(set) var mistakes = 0
     var watchUntil: LinkInstant?
 
 
@@ -28,6 +31,28 @@ public struct HeadUnitShell: Sendable {
 
     var current: String { path.last ?? "" }
 
+    /// The commands, for completion.
+    public static let commands = ["art", "back", "bookmark", "buttons", "cd", "dislike", "help", "like", "ls", "more", "next", "np",
+                                  "pause", "play", "prev", "press", "queue", "quit", "rate", "repeat", "retry", "seek", "shuffle",
+                                  "skip", "stop", "toggle", "unlike", "watch"]
+
+    static let repeatModes: [String: RepeatMode] = ["off": .off, "one": .one, "all": .all]
+    static let shuffleModes: [String: ShuffleMode] = ["off": .off, "songs": .items, "items": .items, "albums": .collections, "collections": .collections]
+    static let buttons: [String: HIDRemote.Button] = ["play-pause": .playPause, "playpause": .playPause, "play": .play, "pause": .pause,
+                                                      "next": .nextTrack, "previous": .previousTrack, "prev": .previousTrack, "stop": .stop,
+                                                      "fast-forward": .fastForward, "rewind": .rewind, "volume-up": .volumeUp, "volume-down": .volumeDown]
+
+    /// The words a command takes, for completion (none for a row number or a time).
+    public static func arguments(of command: String) -> [String] {
+        switch command {
+        case "cd": [".." , "/"]
+        case "repeat": repeatModes.keys.sorted()
+        case "shuffle": shuffleModes.keys.sorted()
+        case "press": buttons.keys.sorted()
+        default: []
+        }
+    }
+
     mutating func execute(_ line: String, role: inout HeadUnitMediaRole, now: LinkInstant) -> ([HeadUnitMediaRole.Output], [String]) {
         let words = line.split(separator: " ").map(String.init)
         guard let verb = words.first?.lowercased() else { return ([], []) }
@@ -39,6 +64,10 @@ public struct HeadUnitShell: Sendable {
             return items.indices.contains(number - 1) ? items[number - 1] : nil
         }
         func seconds(_ value: String) -> UInt32? { Double(value).map { UInt32(max(0, $0) * 1000) } }
+        func mistake(_ message: String) -> ([HeadUnitMediaRole.Output], [String]) {
+            mistakes += 1
+            return ([], text + [message])
+        }
         switch verb {
         case "help", "?":
             return ([], text + Self.help)
@@ -53,10 +82,10 @@ public struct HeadUnitShell: Sendable {
                 if path.count > 1 { path.removeLast() }
                 return ([], text + listing(role))
             case "":
-                return ([], text + ["cd needs a row number, .. or /"])
+                return mistake("cd needs a row number, .. or /")
             default:
-                guard let item = row(argument) else { return ([], text + ["no row \(argument) here; `ls` lists them"]) }
-                guard item.kind == .container else { return ([], text + ["\(item.text) is not a container; `play \(argument)` plays it"]) }
+                guard let item = row(argument) else { return mistake("no row \(argument) here; `ls` lists them") }
+                guard item.kind == .container else { return mistake("\(item.text) is not a container; `play \(argument)` plays it") }
                 path.append(item.id)
                 return (role.open(item.id, now: now), text)
             }
@@ -66,7 +95,7 @@ public struct HeadUnitShell: Sendable {
             return (role.retry(current, now: now), text)
         case "play":
             if argument.isEmpty { return (role.send(.play, now: now), text) }
-            guard let item = row(argument) else { return ([], text + ["no row \(argument) here"]) }
+            guard let item = row(argument) else { return mistake("no row \(argument) here") }
             guard item.isEnabled else { return ([], text + ["\(item.text) is shown but cannot be selected"]) }
             if let entry = item.imageRow?.entries.first(where: \.selectable) {
                 return (role.select(item.id, imageRowEntryID: entry.id, now: now), text)
@@ -78,18 +107,16 @@ public struct HeadUnitShell: Sendable {
         case "next": return (role.send(.nextTrack, now: now), text)
         case "prev", "previous": return (role.send(.previousTrack, now: now), text)
         case "seek":
-            guard let position = seconds(argument) else { return ([], text + ["seek needs a position in seconds"]) }
+            guard let position = seconds(argument) else { return mistake("seek needs a position in seconds") }
             return (role.send(.changePlaybackPosition(milliseconds: position), now: now), text)
         case "skip", "back":
-            guard let interval = seconds(argument.isEmpty ? "15" : argument) else { return ([], text + ["\(verb) takes seconds"]) }
+            guard let interval = seconds(argument.isEmpty ? "15" : argument) else { return mistake("\(verb) takes seconds") }
             return (role.send(verb == "skip" ? .skipForward(milliseconds: interval) : .skipBackward(milliseconds: interval), now: now), text)
         case "repeat":
-            let modes: [String: RepeatMode] = ["off": .off, "one": .one, "all": .all]
-            guard let mode = modes[argument] else { return ([], text + ["repeat off, one or all"]) }
+            guard let mode = Self.repeatModes[argument] else { return mistake("repeat off, one or all") }
             return (role.send(.changeRepeatMode(mode), now: now), text)
         case "shuffle":
-            let modes: [String: ShuffleMode] = ["off": .off, "songs": .items, "items": .items, "albums": .collections, "collections": .collections]
-            guard let mode = modes[argument] else { return ([], text + ["shuffle off, songs or albums"]) }
+            guard let mode = Self.shuffleModes[argument] else { return mistake("shuffle off, songs or albums") }
             return (role.send(.changeShuffleMode(mode), now: now), text)
         case "rate": return (role.send(.changePlaybackRate, now: now), text)
         case "like": return (role.send(.like(true), now: now), text)
@@ -105,14 +132,11 @@ public struct HeadUnitShell: Sendable {
             return ([], text)
         case "art":
             guard let item = row(argument), let image = item.imageID ?? item.imageRow?.entries.first?.imageID else {
-                return ([], text + ["row \(argument) has no image"])
+                return mistake("row \(argument) has no image")
             }
             return (role.requestImage(image, now: now), text)
         case "press":
-            let names: [String: HIDRemote.Button] = ["play-pause": .playPause, "playpause": .playPause, "play": .play, "pause": .pause,
-                                                     "next": .nextTrack, "previous": .previousTrack, "prev": .previousTrack, "stop": .stop,
-                                                     "fast-forward": .fastForward, "rewind": .rewind, "volume-up": .volumeUp, "volume-down": .volumeDown]
-            guard let button = names[argument.lowercased()] else { return ([], text + ["press one of: " + names.keys.sorted().joined(separator: ", ")]) }
+            guard let button = Self.buttons[argument.lowercased()] else { return mistake("press one of: " + Self.buttons.keys.sorted().joined(separator: ", ")) }
             return (role.press(button), text)
         case "buttons":
             return ([], text + ["\(role.radioControls ? "radio" : "standard") controls: " + role.buttons.map(\.description).joined(separator: ", ")])
@@ -120,7 +144,7 @@ public struct HeadUnitShell: Sendable {
             quit = true
             return ([], text)
         default:
-            return ([], text + ["unknown command \(verb); `help` lists them"])
+            return mistake("unknown command \(verb); `help` lists them")
         }
     }
 

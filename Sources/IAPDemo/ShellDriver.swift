@@ -47,6 +47,8 @@ public final class ShellDriver: Sendable {
     public var quit: Bool { state.withLock { $0.shell.quit } }
     /// The script ended and everything it asked was answered.
     public var finished: Bool { state.withLock { $0.ended && $0.lines.isEmpty && $0.idle && !$0.watching } }
+    /// Lines that could not be carried out (see `HeadUnitShell.mistakes`).
+    public var mistakes: Int { state.withLock { $0.shell.mistakes } }
     /// Now-playing updates the head unit has received.
     public var nowPlayingUpdates: Int { state.withLock { $0.nowPlayingUpdates } }
 

@@ -19,7 +19,9 @@ enum Console {
 
     /// A result line on standard output: `[12.034] who: line`.
     static func result(_ who: String, _ line: String) {
-        write("[\(stamp())] \(who): \(line)\n", to: 1)
+        let text = "[\(stamp())] \(who): \(line)\n"
+        // While the shell's line editor owns the terminal it writes above the prompt.
+        if LineEditor.isActive { LineEditor.print(text) } else { write(text, to: 1) }
     }
 
     static func write(_ text: String, to descriptor: Int32) {

@@ -162,6 +162,11 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     var failed = false
     if let headUnit, !headUnit.everUp || (once && headUnit.nowPlayingUpdates == 0) { failed = true }
     if kind == .phone, !end.everUp { failed = true }
+    // A script (not a person at the prompt) with lines that could not be carried out fails at its end.
+    if !interactive, runsShell, let mistakes = headUnitShell?.mistakes, mistakes > 0 {
+        logger(kind.rawValue, "the script had \(mistakes) line\(mistakes == 1 ? "" : "s") that could not be carried out (above)", level: .error)
+        failed = true
+    }
     return ConnectionOutcome(quit: headUnitShell?.quit ?? false, failed: failed)
 }
 

@@ -15,7 +15,7 @@ final class Lines: Sendable {
 
 /// The phone and head-unit endpoints in real time over the loopback, the
 /// head unit driven by a shell script, as `iapctl head-unit` runs them.
-func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), seed: UInt64 = 1) async throws -> (phone: MediaEndpoint, headUnit: MediaEndpoint, log: Lines) {
+func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), seed: UInt64 = 1) async throws -> (phone: MediaEndpoint, headUnit: MediaEndpoint, log: Lines, shell: ShellDriver) {
     let log = Lines()
     let (a, b) = LoopbackTransport.pair(towardsSecond: faults, towardsFirst: faults, seed: seed)
     let headUnit = MediaEndpoint(kind: .headUnit, transport: a, logger: .lines("test") { log.add("head unit: " + $0) })
@@ -29,7 +29,7 @@ func drive(_ script: [String], faults: WireFaults = WireFaults(delay: .zero), se
     for line in script { shell.feed(line) }
     shell.feed(nil)
     await runUntilOneStops([headUnit, phone], timeout: .seconds(30))
-    return (phone, headUnit, log)
+    return (phone, headUnit, log, shell)
 }
 
 /// Runs the endpoints until one stops (or, against a hang, the timeout),
@@ -47,7 +47,7 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
 
 @Suite(.serialized) struct EndpointTests {
     @Test func aShellScriptBrowsesPlaysAndControls() async throws {
-        let (phone, headUnit, log) = try await drive(["cd 1", "cd 2", "play 4", "next", "repeat all", "shuffle songs", "press play-pause", "queue", "cd /", "cd 4", "retry", "quit"])
+        let (phone, headUnit, log, _) = try await drive(["cd 1", "cd 2", "play 4", "next", "repeat all", "shuffle songs", "press play-pause", "queue", "cd /", "cd 4", "retry", "quit"])
         let info = headUnit.headUnit.nowPlaying.info
         #expect(info.title == "All Blues", "\(log.all.suffix(20))")
         #expect(info.repeatMode == .all && info.shuffleMode == .items)
@@ -61,16 +61,17 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
     @Test func theSameScriptOverALossyWireEndsTheSame() async throws {
         var faults = WireFaults(loss: 0.1, duplication: 0.05, reordering: 0.05, corruption: 0.02)
         faults.delay = .milliseconds(1)
-        let (_, headUnit, log) = try await drive(["cd 1", "cd 2", "play 4", "next", "repeat one", "np", "quit"], faults: faults, seed: 5)
+        let (_, headUnit, log, _) = try await drive(["cd 1", "cd 2", "play 4", "next", "repeat one", "np", "quit"], faults: faults, seed: 5)
         let info = headUnit.headUnit.nowPlaying.info
         #expect(info.title == "All Blues", "\(log.all.suffix(20))")
         #expect(info.repeatMode == .one)
     }
 
     @Test func unknownShellCommandsSayWhatToDo() async throws {
-        let (_, _, log) = try await drive(["frobnicate", "cd 99", "play", "quit"])
+        let (_, _, log, shell) = try await drive(["frobnicate", "cd 99", "play", "ls", "quit"])
         #expect(log.all.contains { $0.contains("unknown command frobnicate; `help` lists them") })
         #expect(log.all.contains { $0.contains("no row 99 here") })
+        #expect(shell.mistakes == 2, "a script with these lines fails at its end; `play` alone (the play command), `ls` and `quit` are not mistakes")
     }
 }
 

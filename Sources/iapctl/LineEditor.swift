@@ -1,0 +1,149 @@
+import CLibEdit
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import IAPDemo
+import IAPTransport
+import Synchronization
+
+/// The head-unit shell's input on a terminal: a prompt, line editing,
+/// history (kept between runs) and tab completion of commands and their
+/// words, through libedit. It runs on the standard-input thread and owns
+/// the terminal while it does: results printed meanwhile are handed to it
+/// (`print`) and it writes them above the prompt, then redraws the line
+/// being typed, so output never lands in the middle of an edit and arrow
+/// keys never show as escape bytes.
+enum LineEditor {
+    static let prompt = "head-unit> "
+
+    /// Whether the editor owns the terminal now.
+    static var isActive: Bool { pending.withLock { $0.active } }
+
+    /// Writes `text` above the prompt (from any thread).
+    static func print(_ text: String) {
+        pending.withLock { $0.lines.append(text) }
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
+    }
+
+    /// Reads lines until end of input (Ctrl-D), delivering each; nil at the end.
+    static func start(_ deliver: @escaping @Sendable (String?) -> Void) throws {
+        try DedicatedThread.start("line editor") { run(deliver) }
+    }
+
+    private struct Pending {
+        var active = false
+        var lines: [String] = []
+    }
+
+    private static let pending = Mutex(Pending())
+    private static let wake: (read: Int32, write: Int32) = {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return (-1, -1) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        return (fds[0], fds[1])
+    }()
+
+    /// libedit calls back on the editor's thread only; these are read and
+    /// written there and nowhere else.
+    nonisolated(unsafe) private static var deliver: (@Sendable (String?) -> Void)?
+    nonisolated(unsafe) private static var finished = false
+    /// A line was accepted: start the next one afresh (an empty buffer, the terminal ready to edit).
+    nonisolated(unsafe) private static var accepted = false
+    nonisolated(unsafe) private static var candidates: [String] = []
+    nonisolated(unsafe) private static var historyFile: String?
+
+    private static func run(_ deliver: @escaping @Sendable (String?) -> Void) {
+        Self.deliver = deliver
+        iapctl_rl_configure(strdup("iapctl")) { text, start, _ in LineEditor.complete(text, start: Int(start)) }
+        stifle_history(1000)
+        historyFile = historyPath()
+        if let historyFile { _ = read_history(historyFile) }
+        install()
+        // Leave the terminal as it was found, however the program ends.
+        atexit { if LineEditor.isActive { rl_callback_handler_remove() } }
+        pending.withLock { $0.active = true }
+        var descriptors = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        while !finished {
+            guard poll(&descriptors, 2, -1) >= 0 else {
+                if errno == EINTR { continue }
+                break
+            }
+            if descriptors[1].revents != 0 { showPending() }
+            if descriptors[0].revents != 0 {
+                rl_callback_read_char()
+                if accepted && !finished {
+                    accepted = false
+                    rl_callback_handler_remove()
+                    install()
+                }
+            }
+        }
+        pending.withLock { $0.active = false }
+        rl_callback_handler_remove()
+        showPending()
+    }
+
+    private static func install() {
+        rl_callback_handler_install(prompt) { line in LineEditor.received(line) }
+    }
+
+    private static func received(_ line: UnsafeMutablePointer<CChar>?) {
+        guard let line else {
+            finished = true
+            Console.write("\n", to: 1)
+            deliver?(nil)
+            return
+        }
+        let text = String(cString: line)
+        free(line)
+        if !text.trimmingCharacters(in: .whitespaces).isEmpty {
+            add_history(text)
+            // Saved at once: the program may end with this line (`quit`).
+            if let historyFile { _ = write_history(historyFile) }
+        }
+        accepted = true
+        deliver?(text)
+    }
+
+    /// Results that arrived while the prompt was up: the line is cleared,
+    /// they are written, and the prompt with what was typed is drawn again.
+    private static func showPending() {
+        var byte: UInt8 = 0
+        while read(wake.read, &byte, 1) > 0 {}
+        let lines = pending.withLock { state -> [String] in
+            defer { state.lines = [] }
+            return state.lines
+        }
+        guard !lines.isEmpty else { return }
+        Console.write("\r\u{1B}[K" + lines.joined(), to: 1)
+        if !finished { rl_forced_update_display() }
+    }
+
+    /// Commands as the first word, a command's words after it.
+    private static func complete(_ text: UnsafePointer<CChar>?, start: Int) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
+        iapctl_rl_no_default_completion()
+        let typed = iapctl_rl_line_buffer().map { String(cString: $0) } ?? ""
+        let before = typed.utf8.prefix(start)
+        let words = String(decoding: before, as: UTF8.self).split(separator: " ")
+        candidates = words.isEmpty ? HeadUnitShell.commands : HeadUnitShell.arguments(of: String(words[0]))
+        return rl_completion_matches(text) { text, state in
+            if state == 0 { LineEditor.candidates = LineEditor.candidates.filter { $0.hasPrefix(text.map { String(cString: $0) } ?? "") } }
+            guard Int(state) < LineEditor.candidates.count else { return nil }
+            return strdup(LineEditor.candidates[Int(state)])
+        }
+    }
+
+    /// `$XDG_STATE_HOME/iap-devkit/head-unit-history`, else under ~/.local/state.
+    private static func historyPath() -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let base = environment["XDG_STATE_HOME"] ?? environment["HOME"].map({ $0 + "/.local/state" }) else { return nil }
+        let directory = base + "/iap-devkit"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory + "/head-unit-history"
+    }
+}
