@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation`: the DocC catalogs in Sources/*/*.docc.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The head unit's screen in a browser (HTTP and WebSocket), IAPScreen only.
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // Wire codecs: iAP2 link packets, control-session messages, iAP1 frames.
@@ -104,11 +106,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The head unit's screen in a browser: a page and a WebSocket showing
+        // what the head-unit role knows, taps sent back as role actions. Its
+        // own target: nothing else depends on the HTTP server.
+        .target(
+            name: "IAPScreen",
+            dependencies: [
+                "IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPTransport",
+                .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "FlyingSocks", package: "FlyingFox"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "iapctl",
             dependencies: [
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
-                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo", "CLibEdit",
+                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo", "CLibEdit", "IAPScreen",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -102,16 +102,65 @@ public struct SampleLibrary: Hashable, Sendable, Codable {
         (albums.flatMap(\.tracks) + stations + podcasts + [interlude]).first { $0.id == id }
     }
 
-    /// Artwork: a tiny PNG per album (an 8-byte signature and an IHDR chunk
-    /// whose size follows the scale asked for).
+    /// Artwork: a PNG per album, a square of one colour (the album's own)
+    /// whose side follows the scale asked for: 60, 120 or 180 pixels.
     public func image(_ id: String, scale: Int) -> [UInt8]? {
         if id == "art:animated" { return Array("GIF89a".utf8) + [1, 0, 1, 0, 0, 0, 0] }
-        guard albums.contains(where: { $0.imageID == id }) else { return nil }
-        let side = UInt32(60 * max(1, min(3, scale)))
-        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
-        for value in [side, side] { png += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-        png += [8, 6, 0, 0, 0, 0, 0, 0, 0]
+        guard let index = albums.firstIndex(where: { $0.imageID == id }) else { return nil }
+        let colours: [[UInt8]] = [[0x1F, 0x4E, 0x79], [0x7A, 0x2E, 0x2E], [0x2E, 0x6B, 0x3F], [0x6B, 0x4F, 0x1D]]
+        return SolidPNG.make(side: 60 * max(1, min(3, scale)), colour: colours[index % colours.count])
+    }
+}
+
+/// A PNG of one colour: a one-entry palette, one bit per pixel, the rows
+/// stored uncompressed (deflate's stored blocks), so a browser shows it.
+enum SolidPNG {
+    static func make(side: Int, colour: [UInt8]) -> [UInt8] {
+        let rowBytes = 1 + (side + 7) / 8                 // the filter byte, then the pixels
+        let raw = [UInt8](repeating: 0, count: rowBytes * side)
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let length = min(65_535, raw.count - offset)
+            let final: UInt8 = offset + length == raw.count ? 1 : 0
+            zlib += [final, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            zlib += raw[offset..<offset + length]
+            offset += length
+        } while offset < raw.count
+        zlib += bigEndian(adler32(raw))
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        png += chunk("IHDR", bigEndian(UInt32(side)) + bigEndian(UInt32(side)) + [1, 3, 0, 0, 0])
+        png += chunk("PLTE", colour)
+        png += chunk("IDAT", zlib)
+        png += chunk("IEND", [])
         return png
+    }
+
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let typed = Array(type.utf8) + data
+        return bigEndian(UInt32(data.count)) + typed + bigEndian(crc32(typed))
+    }
+
+    static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    static func adler32(_ bytes: [UInt8]) -> UInt32 {
+        var a: UInt32 = 1, b: UInt32 = 0
+        for byte in bytes {
+            a = (a + UInt32(byte)) % 65_521
+            b = (b + a) % 65_521
+        }
+        return b << 16 | a
     }
 }
 

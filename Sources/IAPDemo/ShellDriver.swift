@@ -28,11 +28,11 @@ public final class ShellDriver: Sendable {
     private let transcript: @Sendable (String) -> Void
     private let state = Mutex(State())
 
-    /// Takes over `endpoint.onEvent`; call before the endpoint starts.
+    /// Observes the endpoint's events; make it before the endpoint starts.
     public init(endpoint: MediaEndpoint, transcript: @escaping @Sendable (String) -> Void) {
         self.endpoint = endpoint
         self.transcript = transcript
-        endpoint.onEvent = { [weak self] event, connection in self?.observe(event, connection) }
+        endpoint.observe { [weak self] event, connection in self?.observe(event, connection) }
     }
 
     /// A line for the shell; nil: no more lines will come.

@@ -90,9 +90,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var timerDeadline: LinkInstant?
     /// Called for every message no role consumed (ping answers).
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
-    /// Called for every event of the core, on the task running the
-    /// endpoint, with the core as it is after the event (set before `start`).
-    public var onEvent: (@Sendable (Connection.Event, Connection) -> Void)?
+    private let observers = Mutex<[@Sendable (Connection.Event, Connection) -> Void]>([])
     /// Whether to stop, checked after every input.
     public var stopWhen: (@Sendable (MediaEndpoint) -> Bool)?
 
@@ -103,7 +101,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     ///   - headUnitLimits: what the head unit's screen can show.
     ///   - authentication: the edge's cryptography for the session's authentication.
     ///   - logger: link events, session stages, problems; the head unit's
-    ///     media events in words at debug (`onEvent` has them typed).
+    ///     media events in words at debug (`observe` has them typed).
     public init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
                 authentication: EndpointAuthentication = .off, logger: Logger) {
         self.kind = kind
@@ -141,6 +139,13 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// Sends a message on the control session from another task (the ping
     /// loop); it goes out in order with everything else.
     public func sendFromOutside(_ message: ControlMessage) { feed.yield(.outgoing(message)) }
+
+    /// Calls `observer` for every event of the core from now on, on the task
+    /// running the endpoint, with the core as it is after the event (a
+    /// head unit's screen, its shell, the library's waiting calls).
+    public func observe(_ observer: @escaping @Sendable (Connection.Event, Connection) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
 
     /// Acts on the core from another task (a head unit's browse, a phone's
     /// new now-playing): the action runs in order with every other input,
@@ -278,7 +283,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     }
 
     private func describe(_ event: Connection.Event) {
-        onEvent?(event, connection)
+        for observer in observers.withLock({ $0 }) { observer(event, connection) }
         switch event {
         case .stage(let stage):
             if case .failed = stage { logger.error("session now \(stage)") } else { logger.info("session now \(stage)") }

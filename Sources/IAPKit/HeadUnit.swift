@@ -93,7 +93,7 @@ public final class HeadUnit: Sendable {
                                  authentication: EndpointAuthentication(policy: .required, authenticator: { await authenticator.answer($0) }),
                                  logger: configuration.logger)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
-        endpoint.onEvent = { [state, eventFeed] event, connection in
+        endpoint.observe { [state, eventFeed] event, connection in
             state.withLock { $0.handle(event, connection: connection, feed: eventFeed) }
         }
         try endpoint.start()

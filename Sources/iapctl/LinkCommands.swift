@@ -8,6 +8,7 @@ import IAPEndpoint
 import IAPRoles
 import IAPTransport
 import IAPKit
+import IAPScreen
 import IAPWire
 import Logging
 import Synchronization
@@ -51,14 +52,19 @@ func secondsText(_ value: Double) -> String {
 /// shell lines from standard input (a person, or a script). Over
 /// `tcp-listen:` it serves one peer after another until stopped, unless
 /// `once`.
-func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard) async throws {
+func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard, screen: HeadUnitScreen? = nil) async throws {
     let logger = Log()
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
         let shell = ShellFeed()
         if kind == .headUnit || other != nil, !once { StandardInputLines.start { shell.feed($0) } }
         let outcome = try await runConnection(kind, transport: transport, other: other, options: options, once: once, library: library,
-                                              shell: shell, logger: logger)
+                                              shell: shell, logger: logger, screen: screen)
+        if let screen, !outcome.quit {
+            // The page keeps showing how the connection ended until the program is stopped.
+            logger(kind.rawValue, "the connection ended; the screen stays up until Ctrl-C")
+            try await screen.waitUntilCancelled()
+        }
         if outcome.failed { throw ExitCode(1) }
         return
     }
@@ -73,7 +79,7 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
         let accepted = listener.nextConnection()
         let transport = traceFile?.recording(accepted, as: kind, connection: number) ?? accepted
         let outcome = try await runConnection(kind, transport: transport, other: nil, options: options, once: false, library: library,
-                                              shell: shell, logger: logger, serving: true)
+                                              shell: shell, logger: logger, screen: screen, serving: true)
         if outcome.quit { return }
         logger(kind.rawValue, "connection #\(number) ended; waiting for the next")
     }
@@ -112,7 +118,8 @@ struct ConnectionOutcome {
 /// `other` for loopback) until it ends. `serving`: a listener's connection,
 /// which ends when the peer goes or the shell quits.
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
-                   library: SampleLibrary, shell: ShellFeed, logger: Log, serving: Bool = false) async throws -> ConnectionOutcome {
+                   library: SampleLibrary, shell: ShellFeed, logger: Log, screen: HeadUnitScreen? = nil,
+                   serving: Bool = false) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
     func endpoint(_ kind: EndKind, over transport: Transport) throws -> MediaEndpoint {
         MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
@@ -130,11 +137,13 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     // request was answered), after it has seen now playing at least once.
     // A listener's connection ends with the peer or the shell's quit.
     let started = MonotonicClock.now()
+    let showsScreen = screen != nil
     let stop: @Sendable (MediaEndpoint) -> Bool = { endpoint in
         guard endpoint.kind == .headUnit, let shell = headUnitShell else { return false }
         if once { return shell.nowPlayingUpdates > 0 }
         if shell.quit { return true }
-        if serving { return false }
+        // With a screen, a person drives the head unit from the browser: the end of a script is not the end.
+        if serving || showsScreen { return false }
         let waited = Double(MonotonicClock.now().nanoseconds - started.nanoseconds) / 1e9
         return shell.finished && (shell.nowPlayingUpdates > 0 || waited > 15)
     }
@@ -150,6 +159,7 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
         logger(kind.rawValue, "running over \(options.transport)" + (headUnit != nil && interactive ? "; type `help` for the shell's commands" : ""))
     }
     if runsShell { shell.attach(headUnitShell) }
+    if let screen, let headUnit { screen.attach(headUnit) }
     await withTaskGroup(of: Void.self) { group in
         group.addTask { await end.run() }
         if let counterpart { group.addTask { await counterpart.run() } }
@@ -159,6 +169,7 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
         await group.waitForAll()
     }
     shell.attach(nil)
+    if let screen, let headUnit { screen.detach(headUnit, reason: headUnit.endReason ?? "the connection ended") }
     var failed = false
     if let headUnit, !headUnit.everUp || (once && headUnit.nowPlayingUpdates == 0) { failed = true }
     if kind == .phone, !end.everUp { failed = true }
@@ -250,8 +261,19 @@ struct HeadUnit: AsyncParsableCommand {
     @Flag(help: "Exit after the first now-playing update (with tcp-listen: after one connection).")
     var once = false
 
+    @Option(help: ArgumentHelp("Also show the head unit's screen in a browser at http://HOST:PORT/ (tabs, lists, now playing, buttons; taps drive the head unit). It stays up until Ctrl-C.",
+                               valueName: "host:port"),
+            transform: parseScreenAddress)
+    var ui: ScreenAddress?
+
+    func validate() throws {
+        if once && ui != nil { throw ValidationError("--once exits after the first now-playing update and --ui keeps the screen up: give one") }
+    }
+
     func run() async throws {
         logging.bootstrap()
-        try await runRole(.headUnit, options: options, once: once)
+        var screen: HeadUnitScreen?
+        if let ui { screen = try await startScreen(at: ui) }
+        try await runRole(.headUnit, options: options, once: once, screen: screen)
     }
 }

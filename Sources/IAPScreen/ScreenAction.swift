@@ -1,0 +1,99 @@
+import IAPLink
+import IAPRoles
+
+/// A tap on the page, sent as JSON over the WebSocket, and the role action
+/// it is: the same actions the shell takes.
+///
+///     {"action": "tabs"}                                  the root
+///     {"action": "open" | "more" | "retry", "id": ID}     a container
+///     {"action": "play", "id": ID, "entry": ENTRY?}       an item (or an image-row entry)
+///     {"action": "command", "name": NAME, "value": V?}    a remote command; V: milliseconds,
+///                                                         a repeat or shuffle mode, or a bool
+///     {"action": "press", "button": BUTTON}               the HID remote (play-pause, next, …)
+///     {"action": "queue"}                                 up next
+///     {"action": "image", "id": IMAGE}                    an image, once
+enum ScreenAction: Decodable, Sendable, Equatable {
+    case tabs
+    case open(String), more(String), retry(String)
+    case play(String, entry: String?)
+    case command(RemoteCommand)
+    case press(HIDRemote.Button)
+    case queue
+    case image(String)
+
+    private enum Key: String, CodingKey { case action, id, entry, name, value, button }
+
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        let action = try container.decode(String.self, forKey: .action)
+        func id() throws -> String { try container.decode(String.self, forKey: .id) }
+        switch action {
+        case "tabs": self = .tabs
+        case "open": self = .open(try id())
+        case "more": self = .more(try id())
+        case "retry": self = .retry(try id())
+        case "play": self = .play(try id(), entry: try container.decodeIfPresent(String.self, forKey: .entry))
+        case "queue": self = .queue
+        case "image": self = .image(try id())
+        case "press":
+            let name = try container.decode(String.self, forKey: .button)
+            guard let button = HIDRemote.Button.allCases.first(where: { $0.description == name }) else { throw Invalid(description: "no button \(name)") }
+            self = .press(button)
+        case "command":
+            let name = try container.decode(String.self, forKey: .name)
+            self = .command(try Self.command(name, container: container))
+        default:
+            throw Invalid(description: "no action \(action)")
+        }
+    }
+
+    private static func command(_ name: String, container: KeyedDecodingContainer<Key>) throws -> RemoteCommand {
+        func milliseconds() throws -> UInt32 { try container.decode(UInt32.self, forKey: .value) }
+        func flag() throws -> Bool { try container.decodeIfPresent(Bool.self, forKey: .value) ?? true }
+        func word() throws -> String { try container.decode(String.self, forKey: .value) }
+        switch name {
+        case "play": return .play
+        case "pause": return .pause
+        case "stop": return .stop
+        case "toggle_play_pause": return .togglePlayPause
+        case "next_track": return .nextTrack
+        case "previous_track": return .previousTrack
+        case "change_playback_position": return .changePlaybackPosition(milliseconds: try milliseconds())
+        case "seek_forward": return .seekForward(begin: try flag())
+        case "seek_backward": return .seekBackward(begin: try flag())
+        case "skip_forward": return .skipForward(milliseconds: try milliseconds())
+        case "skip_backward": return .skipBackward(milliseconds: try milliseconds())
+        case "change_repeat_mode":
+            let modes: [String: RepeatMode] = ["off": .off, "one": .one, "all": .all]
+            guard let mode = modes[try word()] else { throw Invalid(description: "repeat is off, one or all") }
+            return .changeRepeatMode(mode)
+        case "change_shuffle_mode":
+            let modes: [String: ShuffleMode] = ["off": .off, "songs": .items, "albums": .collections]
+            guard let mode = modes[try word()] else { throw Invalid(description: "shuffle is off, songs or albums") }
+            return .changeShuffleMode(mode)
+        case "change_playback_rate": return .changePlaybackRate
+        case "like": return .like(try flag())
+        case "dislike": return .dislike(try flag())
+        case "bookmark": return .bookmark(try flag())
+        default: throw Invalid(description: "no command \(name)")
+        }
+    }
+
+    func perform(on role: inout HeadUnitMediaRole, now: LinkInstant) -> [HeadUnitMediaRole.Output] {
+        switch self {
+        case .tabs: role.openRoot(now: now)
+        case .open(let id): role.open(id, now: now)
+        case .more(let id): role.loadMore(id, now: now)
+        case .retry(let id): role.retry(id, now: now)
+        case .play(let id, let entry): role.select(id, imageRowEntryID: entry, now: now)
+        case .command(let command): role.send(command, now: now)
+        case .press(let button): role.press(button)
+        case .queue: role.requestQueue(now: now)
+        case .image(let id): role.requestImage(id, now: now)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import IAPScreen
+import Logging
+
+/// Where `--ui` serves the head unit's screen.
+struct ScreenAddress: Sendable {
+    var host: String
+    var port: UInt16
+}
+
+/// `--ui HOST:PORT` (an IPv6 host in brackets): a value that does not parse says what is wrong.
+func parseScreenAddress(_ text: String) throws -> ScreenAddress {
+    guard let colon = text.lastIndex(of: ":") else { throw ValidationError("'\(text)' has no port: write HOST:PORT, e.g. 127.0.0.1:8080") }
+    var host = String(text[..<colon])
+    if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    guard !host.isEmpty else { throw ValidationError("'\(text)' has no host: write HOST:PORT, e.g. 127.0.0.1:8080 (0.0.0.0 for every interface)") }
+    guard let port = UInt16(text[text.index(after: colon)...]) else { throw ValidationError("'\(text)': the port must be a number from 0 to 65535") }
+    return ScreenAddress(host: host, port: port)
+}
+
+/// Starts the screen's server and says where it is; fails at once when it cannot listen.
+func startScreen(at address: ScreenAddress) async throws -> HeadUnitScreen {
+    let screen: HeadUnitScreen
+    do {
+        screen = try HeadUnitScreen(host: address.host, port: address.port, logger: Logger(label: "screen"))
+    } catch {
+        throw CommandFailure(message: "--ui \(address.host):\(address.port): \(error)")
+    }
+    let server = Task { try await screen.run() }
+    let port: UInt16
+    do {
+        port = try await screen.listeningPort()
+    } catch {
+        server.cancel()
+        throw CommandFailure(message: "--ui \(address.host):\(address.port): cannot listen: \(error)")
+    }
+    let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+    Log()("screen", "the head unit's screen: http://\(host):\(port)/")
+    return screen
+}
