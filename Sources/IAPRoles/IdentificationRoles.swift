@@ -22,7 +22,7 @@ public struct PhoneIdentificationRole: Sendable {
 
     public private(set) var state = State.disconnected
     public var track: SampleTrack
-    /// Attribute ids the accessory asked for, per group (0 media item, 1 playback).
+    /// Attribute ids the accessory asked for, per group (`ParameterID.NowPlayingUpdate`).
     public private(set) var subscription: [UInt16: [UInt16]]?
 
     public init(track: SampleTrack = .kindOfBlue) { self.track = track }
@@ -58,12 +58,13 @@ public struct PhoneIdentificationRole: Sendable {
             return [.log("error: \(identity.name) sent \(name), which it did not declare in MessagesSentByAccessory; ignored")]
         case (.identified, MessageID.startNowPlayingUpdates):
             var wanted: [UInt16: [UInt16]] = [:]
-            for group in message.parameters where group.id <= 1 {
+            let mediaItem = ParameterID.NowPlayingUpdate.mediaItemAttributes, playback = ParameterID.NowPlayingUpdate.playbackAttributes
+            for group in message.parameters where group.id == mediaItem || group.id == playback {
                 wanted[group.id] = ((try? group.group()) ?? []).map(\.id)
             }
             subscription = wanted
             return [.send(track.nowPlayingUpdate(wanted: wanted)),
-                    .log("now playing requested (\(wanted[0]?.count ?? 0) item and \(wanted[1]?.count ?? 0) playback attributes): sent \(track.title)")]
+                    .log("now playing requested (\(wanted[mediaItem]?.count ?? 0) item and \(wanted[playback]?.count ?? 0) playback attributes): sent \(track.title)")]
         case (.identified, MessageID.stopNowPlayingUpdates):
             subscription = nil
             return [.log("now playing updates stopped")]
@@ -89,8 +90,15 @@ public struct HeadUnitIdentificationRole: Sendable {
     public init(identity: AccessoryIdentity = .devKitHeadUnit) { self.identity = identity }
 
     /// The attributes the head unit shows.
-    public static let wantedMediaItem: [UInt16] = [0, 1, 4, 6, 7, 8, 12, 16, 26]
-    public static let wantedPlayback: [UInt16] = [0, 1, 2, 3, 5, 6, 7]
+    public static let wantedMediaItem: [UInt16] = [
+        ParameterID.MediaItem.persistentIdentifier, ParameterID.MediaItem.title, ParameterID.MediaItem.playbackDurationInMilliseconds,
+        ParameterID.MediaItem.albumTitle, ParameterID.MediaItem.albumTrackNumber, ParameterID.MediaItem.albumTrackCount, ParameterID.MediaItem.artist,
+        ParameterID.MediaItem.genre, ParameterID.MediaItem.artworkFileTransferIdentifier,
+    ]
+    public static let wantedPlayback: [UInt16] = [
+        ParameterID.Playback.status, ParameterID.Playback.elapsedTimeInMilliseconds, ParameterID.Playback.queueIndex, ParameterID.Playback.queueCount,
+        ParameterID.Playback.shuffleMode, ParameterID.Playback.repeatMode, ParameterID.Playback.appName,
+    ]
 
     public mutating func linkDown() {
         identified = false
@@ -104,8 +112,10 @@ public struct HeadUnitIdentificationRole: Sendable {
             identified = true
             guard subscribesToNowPlaying else { return [.log("identification accepted")] }
             let start = ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
-                (try? .group(0, Self.wantedMediaItem.map { .none($0) })) ?? .none(0),
-                (try? .group(1, Self.wantedPlayback.map { .none($0) })) ?? .none(1),
+                (try? .group(ParameterID.NowPlayingUpdate.mediaItemAttributes, Self.wantedMediaItem.map { .none($0) }))
+                    ?? .none(ParameterID.NowPlayingUpdate.mediaItemAttributes),
+                (try? .group(ParameterID.NowPlayingUpdate.playbackAttributes, Self.wantedPlayback.map { .none($0) }))
+                    ?? .none(ParameterID.NowPlayingUpdate.playbackAttributes),
             ])
             return [.log("identification accepted"), .send(start), .log("sent StartNowPlayingUpdates")]
         case MessageID.identificationRejected:
