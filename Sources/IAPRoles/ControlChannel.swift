@@ -189,17 +189,16 @@ public enum DiagnosticPing {
         return ControlMessage(id: message.id + 1, parameters: message.parameters)
     }
 
-    /// A ping carrying a sequence number (parameter 0, u32) and `size` bytes
-    /// of padding (parameter 1).
+    /// A ping carrying a sequence number (u32) and `size` bytes of padding.
     public static func request(sequence: UInt32, size: Int) -> ControlMessage {
-        var parameters = [Parameter.uint32(0, sequence)]
-        if size > 0 { parameters.append(.blob(1, (0..<size).map { UInt8(truncatingIfNeeded: $0) })) }
+        var parameters = [Parameter.uint32(ParameterID.DiagnosticPing.sequence, sequence)]
+        if size > 0 { parameters.append(.blob(ParameterID.DiagnosticPing.padding, (0..<size).map { UInt8(truncatingIfNeeded: $0) })) }
         return ControlMessage(id: defaultRequestID, parameters: parameters)
     }
 
     /// The sequence number of an answer to `request(sequence:size:)`.
     public static func sequence(ofAnswer message: ControlMessage) -> UInt32? {
         guard message.id == defaultRequestID + 1 else { return nil }
-        return try? message.parameter(0)?.integer(as: UInt32.self)
+        return try? message.parameter(ParameterID.DiagnosticPing.sequence)?.integer(as: UInt32.self)
     }
 }

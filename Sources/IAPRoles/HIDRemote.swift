@@ -161,18 +161,18 @@ public struct StartHIDMessage: Hashable, Sendable {
 
     public var message: ControlMessage {
         ControlMessage(id: MessageID.startHID, parameters: [
-            .uint16(0, componentIdentifier), .uint16(1, vendorIdentifier), .uint16(2, productIdentifier),
-            .blob(4, reportDescriptor),
+            .uint16(ParameterID.StartHID.hidComponentIdentifier, componentIdentifier), .uint16(ParameterID.StartHID.vendorIdentifier, vendorIdentifier),
+            .uint16(ParameterID.StartHID.productIdentifier, productIdentifier), .blob(ParameterID.StartHID.hidReportDescriptor, reportDescriptor),
         ])
     }
 
     public init(_ message: ControlMessage) throws(WireError) {
         let reader = HIDMessageReader(message, expected: MessageID.startHID)
         try reader.checkID()
-        componentIdentifier = try reader.uint16(0)
-        vendorIdentifier = try reader.uint16(1)
-        productIdentifier = try reader.uint16(2)
-        reportDescriptor = try reader.required(4).data
+        componentIdentifier = try reader.uint16(ParameterID.StartHID.hidComponentIdentifier)
+        vendorIdentifier = try reader.uint16(ParameterID.StartHID.vendorIdentifier)
+        productIdentifier = try reader.uint16(ParameterID.StartHID.productIdentifier)
+        reportDescriptor = try reader.required(ParameterID.StartHID.hidReportDescriptor).data
     }
 }
 
@@ -187,14 +187,16 @@ public struct AccessoryHIDReportMessage: Hashable, Sendable {
     }
 
     public var message: ControlMessage {
-        ControlMessage(id: MessageID.accessoryHIDReport, parameters: [.uint16(0, componentIdentifier), .blob(1, report)])
+        ControlMessage(id: MessageID.accessoryHIDReport, parameters: [
+            .uint16(ParameterID.AccessoryHIDReport.hidComponentIdentifier, componentIdentifier), .blob(ParameterID.AccessoryHIDReport.hidReport, report),
+        ])
     }
 
     public init(_ message: ControlMessage) throws(WireError) {
         let reader = HIDMessageReader(message, expected: MessageID.accessoryHIDReport)
         try reader.checkID()
-        componentIdentifier = try reader.uint16(0)
-        report = try reader.required(1).data
+        componentIdentifier = try reader.uint16(ParameterID.AccessoryHIDReport.hidComponentIdentifier)
+        report = try reader.required(ParameterID.AccessoryHIDReport.hidReport).data
     }
 }
 
@@ -205,13 +207,13 @@ public struct StopHIDMessage: Hashable, Sendable {
     public init(componentIdentifier: UInt16) { self.componentIdentifier = componentIdentifier }
 
     public var message: ControlMessage {
-        ControlMessage(id: MessageID.stopHID, parameters: [.uint16(0, componentIdentifier)])
+        ControlMessage(id: MessageID.stopHID, parameters: [.uint16(ParameterID.StopHID.hidComponentIdentifier, componentIdentifier)])
     }
 
     public init(_ message: ControlMessage) throws(WireError) {
         let reader = HIDMessageReader(message, expected: MessageID.stopHID)
         try reader.checkID()
-        componentIdentifier = try reader.uint16(0)
+        componentIdentifier = try reader.uint16(ParameterID.StopHID.hidComponentIdentifier)
     }
 }
 

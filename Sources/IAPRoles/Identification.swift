@@ -17,7 +17,7 @@ public struct AccessoryIdentity: Hashable, Sendable {
     public var currentLanguage: String
     public var supportedLanguages: [String]
     public var transportComponent: TransportComponent
-    /// iAP2 HID components (identification parameter 18).
+    /// iAP2 HID components (IdentificationInformation's iAP2HIDComponent).
     public var hidComponents: [HIDComponent]
 
     public struct HIDComponent: Hashable, Sendable {
@@ -40,12 +40,18 @@ public struct AccessoryIdentity: Hashable, Sendable {
 
         var parameterID: UInt16 {
             switch self {
-            case .serial: 14
-            case .usbDevice: 15
-            case .usbHost: 16
-            case .bluetooth: 17
+            case .serial: ParameterID.IdentificationInformation.serialTransportComponent
+            case .usbDevice: ParameterID.IdentificationInformation.usbDeviceTransportComponent
+            case .usbHost: ParameterID.IdentificationInformation.usbHostTransportComponent
+            case .bluetooth: ParameterID.IdentificationInformation.bluetoothTransportComponent
             }
         }
+
+        /// The four transport component parameters, in id order.
+        static let parameterIDs: [UInt16] = [
+            ParameterID.IdentificationInformation.serialTransportComponent, ParameterID.IdentificationInformation.usbDeviceTransportComponent,
+            ParameterID.IdentificationInformation.usbHostTransportComponent, ParameterID.IdentificationInformation.bluetoothTransportComponent,
+        ]
     }
 
     public init(name: String, modelIdentifier: String, manufacturer: String, serialNumber: String, firmwareVersion: String,
@@ -70,24 +76,35 @@ public struct AccessoryIdentity: Hashable, Sendable {
 
     public var message: ControlMessage {
         var parameters: [Parameter] = [
-            .string(0, name), .string(1, modelIdentifier), .string(2, manufacturer), .string(3, serialNumber),
-            .string(4, firmwareVersion), .string(5, hardwareVersion),
-            .blob(6, messagesSent.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
-            .blob(7, messagesReceived.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
-            .uint8(8, powerProvidingCapability), .uint16(9, maximumCurrentDrawnMilliamps), .string(12, currentLanguage),
+            .string(ParameterID.IdentificationInformation.name, name),
+            .string(ParameterID.IdentificationInformation.modelIdentifier, modelIdentifier),
+            .string(ParameterID.IdentificationInformation.manufacturer, manufacturer),
+            .string(ParameterID.IdentificationInformation.serialNumber, serialNumber),
+            .string(ParameterID.IdentificationInformation.firmwareVersion, firmwareVersion),
+            .string(ParameterID.IdentificationInformation.hardwareVersion, hardwareVersion),
+            .blob(ParameterID.IdentificationInformation.messagesSentByAccessory, messagesSent.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
+            .blob(ParameterID.IdentificationInformation.messagesReceivedFromDevice, messagesReceived.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
+            .uint8(ParameterID.IdentificationInformation.powerProvidingCapability, powerProvidingCapability),
+            .uint16(ParameterID.IdentificationInformation.maximumCurrentDrawnFromDevice, maximumCurrentDrawnMilliamps),
+            .string(ParameterID.IdentificationInformation.currentLanguage, currentLanguage),
         ]
-        parameters += supportedLanguages.map { .string(13, $0) }
+        parameters += supportedLanguages.map { .string(ParameterID.IdentificationInformation.supportedLanguage, $0) }
         var component: [Parameter]
         switch transportComponent {
         case .serial(let id, let name), .usbDevice(let id, let name), .usbHost(let id, let name):
-            component = [.uint16(0, id), .string(1, name), .none(2)]
+            component = [.uint16(ParameterID.TransportComponent.identifier, id), .string(ParameterID.TransportComponent.name, name),
+                         .none(ParameterID.TransportComponent.supportsiAP2Connection)]
         case .bluetooth(let id, let name, let address):
-            component = [.uint16(0, id), .string(1, name), .none(2), .blob(3, address)]
+            component = [.uint16(ParameterID.TransportComponent.identifier, id), .string(ParameterID.TransportComponent.name, name),
+                         .none(ParameterID.TransportComponent.supportsiAP2Connection),
+                         .blob(ParameterID.TransportComponent.bluetoothMediaAccessControlAddress, address)]
         }
         // Group encoding cannot fail for these sizes.
         if let group = try? Parameter.group(transportComponent.parameterID, component) { parameters.append(group) }
         for hid in hidComponents {
-            if let group = try? Parameter.group(18, [.uint16(0, hid.id), .string(1, hid.name), .uint8(2, hid.function)]) { parameters.append(group) }
+            let members: [Parameter] = [.uint16(ParameterID.HIDComponent.identifier, hid.id), .string(ParameterID.HIDComponent.name, hid.name),
+                                        .uint8(ParameterID.HIDComponent.function, hid.function)]
+            if let group = try? Parameter.group(ParameterID.IdentificationInformation.iAP2HIDComponent, members) { parameters.append(group) }
         }
         return ControlMessage(id: MessageID.identificationInformation, parameters: parameters)
     }
@@ -127,56 +144,66 @@ public struct AccessoryIdentity: Hashable, Sendable {
             }
             return stride(from: 0, to: parameter.data.count, by: 2).map { UInt16(parameter.data[$0]) << 8 | UInt16(parameter.data[$0 + 1]) }
         }
-        let name = string(0), model = string(1), manufacturer = string(2), serial = string(3)
-        let firmware = string(4), hardware = string(5)
-        let sent = ids(6), received = ids(7)
-        let power = integer(8, UInt8.self)
-        let current = integer(9, UInt16.self)
-        let language = string(12)
+        let name = string(ParameterID.IdentificationInformation.name), model = string(ParameterID.IdentificationInformation.modelIdentifier)
+        let manufacturer = string(ParameterID.IdentificationInformation.manufacturer), serial = string(ParameterID.IdentificationInformation.serialNumber)
+        let firmware = string(ParameterID.IdentificationInformation.firmwareVersion), hardware = string(ParameterID.IdentificationInformation.hardwareVersion)
+        let sent = ids(ParameterID.IdentificationInformation.messagesSentByAccessory), received = ids(ParameterID.IdentificationInformation.messagesReceivedFromDevice)
+        let power = integer(ParameterID.IdentificationInformation.powerProvidingCapability, UInt8.self)
+        let current = integer(ParameterID.IdentificationInformation.maximumCurrentDrawnFromDevice, UInt16.self)
+        let language = string(ParameterID.IdentificationInformation.currentLanguage)
         var languages: [String] = []
-        let supported = message.parameters(13)
-        if supported.isEmpty { problems.append(.init(parameter: 13, issue: "missing")) }
+        let supported = message.parameters(ParameterID.IdentificationInformation.supportedLanguage)
+        if supported.isEmpty { problems.append(.init(parameter: ParameterID.IdentificationInformation.supportedLanguage, issue: "missing")) }
         for parameter in supported {
             do { languages.append(try parameter.string()) } catch {
-                problems.append(.init(parameter: 13, issue: "malformed: \(error.detail)"))
+                problems.append(.init(parameter: ParameterID.IdentificationInformation.supportedLanguage, issue: "malformed: \(error.detail)"))
             }
         }
         var component: TransportComponent?
-        for id: UInt16 in 14...17 {
+        for id in TransportComponent.parameterIDs {
             guard let parameter = message.parameter(id) else { continue }
             do {
                 let members = try parameter.group()
-                guard let identifier = try members.first(where: { $0.id == 0 })?.integer(as: UInt16.self),
-                      let componentName = try members.first(where: { $0.id == 1 })?.string() else {
-                    problems.append(.init(parameter: id, issue: "malformed: the component needs an identifier (0) and a name (1)"))
+                guard let identifier = try members.first(where: { $0.id == ParameterID.TransportComponent.identifier })?.integer(as: UInt16.self),
+                      let componentName = try members.first(where: { $0.id == ParameterID.TransportComponent.name })?.string() else {
+                    problems.append(.init(parameter: id, issue: "malformed: the component needs an identifier (\(ParameterID.TransportComponent.identifier))"
+                                              + " and a name (\(ParameterID.TransportComponent.name))"))
                     continue
                 }
                 switch id {
-                case 14: component = .serial(id: identifier, name: componentName)
-                case 15: component = .usbDevice(id: identifier, name: componentName)
-                case 16: component = .usbHost(id: identifier, name: componentName)
-                default: component = .bluetooth(id: identifier, name: componentName, address: members.first { $0.id == 3 }?.data ?? [])
+                case ParameterID.IdentificationInformation.serialTransportComponent: component = .serial(id: identifier, name: componentName)
+                case ParameterID.IdentificationInformation.usbDeviceTransportComponent: component = .usbDevice(id: identifier, name: componentName)
+                case ParameterID.IdentificationInformation.usbHostTransportComponent: component = .usbHost(id: identifier, name: componentName)
+                default:
+                    let address = members.first { $0.id == ParameterID.TransportComponent.bluetoothMediaAccessControlAddress }?.data ?? []
+                    component = .bluetooth(id: identifier, name: componentName, address: address)
                 }
             } catch {
                 problems.append(.init(parameter: id, issue: "malformed: \(error.detail)"))
             }
         }
-        if component == nil && !problems.contains(where: { (14...17).contains($0.parameter) }) {
-            problems.append(.init(parameter: 15, issue: "missing: no transport component (14 serial, 15 USB device, 16 USB host or 17 Bluetooth)"))
+        if component == nil && !problems.contains(where: { TransportComponent.parameterIDs.contains($0.parameter) }) {
+            problems.append(.init(parameter: ParameterID.IdentificationInformation.usbDeviceTransportComponent,
+                                  issue: "missing: no transport component (\(ParameterID.IdentificationInformation.serialTransportComponent) serial,"
+                                      + " \(ParameterID.IdentificationInformation.usbDeviceTransportComponent) USB device,"
+                                      + " \(ParameterID.IdentificationInformation.usbHostTransportComponent) USB host"
+                                      + " or \(ParameterID.IdentificationInformation.bluetoothTransportComponent) Bluetooth)"))
         }
         var hidComponents: [HIDComponent] = []
-        for parameter in message.parameters(18) {
+        for parameter in message.parameters(ParameterID.IdentificationInformation.iAP2HIDComponent) {
             do {
                 let members = try parameter.group()
-                guard let id = try members.first(where: { $0.id == 0 })?.integer(as: UInt16.self),
-                      let name = try members.first(where: { $0.id == 1 })?.string(),
-                      let function = try members.first(where: { $0.id == 2 })?.integer(as: UInt8.self) else {
-                    problems.append(.init(parameter: 18, issue: "malformed: an HID component needs an identifier (0), a name (1) and a function (2)"))
+                guard let id = try members.first(where: { $0.id == ParameterID.HIDComponent.identifier })?.integer(as: UInt16.self),
+                      let name = try members.first(where: { $0.id == ParameterID.HIDComponent.name })?.string(),
+                      let function = try members.first(where: { $0.id == ParameterID.HIDComponent.function })?.integer(as: UInt8.self) else {
+                    problems.append(.init(parameter: ParameterID.IdentificationInformation.iAP2HIDComponent,
+                                          issue: "malformed: an HID component needs an identifier (\(ParameterID.HIDComponent.identifier)),"
+                                              + " a name (\(ParameterID.HIDComponent.name)) and a function (\(ParameterID.HIDComponent.function))"))
                     continue
                 }
                 hidComponents.append(HIDComponent(id: id, name: name, function: function))
             } catch {
-                problems.append(.init(parameter: 18, issue: "malformed: \(error.detail)"))
+                problems.append(.init(parameter: ParameterID.IdentificationInformation.iAP2HIDComponent, issue: "malformed: \(error.detail)"))
             }
         }
         guard problems.isEmpty, let component else { return .failure(IdentificationProblems(problems: problems)) }

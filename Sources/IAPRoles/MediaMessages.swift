@@ -38,67 +38,84 @@ public enum MediaMessage: Hashable, Sendable {
     public var controlMessage: ControlMessage {
         switch self {
         case .browseRequest(let id, let container, let offset, let count):
-            return ControlMessage(id: MessageID.browseRequest, parameters: [.uint32(0, id), .string(1, container), .uint32(2, offset), .uint16(3, count)])
+            return ControlMessage(id: MessageID.browseRequest, parameters: [
+                .uint32(ParameterID.BrowseRequest.requestIdentifier, id), .string(ParameterID.BrowseRequest.containerIdentifier, container),
+                .uint32(ParameterID.BrowseRequest.offset, offset), .uint16(ParameterID.BrowseRequest.count, count),
+            ])
         case .browseResponse(let response):
-            var parameters: [Parameter] = [.uint32(0, response.requestID), .uint8(1, response.status.rawValue),
-                                           .uint32(2, response.totalCount), .uint32(3, response.offset)]
-            parameters += response.items.map(Self.itemParameter)
+            var parameters: [Parameter] = [
+                .uint32(ParameterID.BrowseResponse.requestIdentifier, response.requestID), .uint8(ParameterID.BrowseResponse.status, response.status.rawValue),
+                .uint32(ParameterID.BrowseResponse.totalCount, response.totalCount), .uint32(ParameterID.BrowseResponse.offset, response.offset),
+            ]
+            parameters += response.items.map { Self.itemParameter($0, id: ParameterID.BrowseResponse.item) }
             parameters += response.sections.map(Self.sectionParameter)
-            if let error = response.error { parameters.append(.string(6, error)) }
+            if let error = response.error { parameters.append(.string(ParameterID.BrowseResponse.errorText, error)) }
             return ControlMessage(id: MessageID.browseResponse, parameters: parameters)
         case .playItem(let id, let item, let entry):
-            var parameters: [Parameter] = [.uint32(0, id), .string(1, item)]
-            if let entry { parameters.append(.string(2, entry)) }
+            var parameters: [Parameter] = [.uint32(ParameterID.PlayItemRequest.requestIdentifier, id), .string(ParameterID.PlayItemRequest.itemIdentifier, item)]
+            if let entry { parameters.append(.string(ParameterID.PlayItemRequest.imageRowEntryIdentifier, entry)) }
             return ControlMessage(id: MessageID.playItemRequest, parameters: parameters)
         case .requestStatus(let id, let status, let error):
-            var parameters: [Parameter] = [.uint32(0, id), .uint8(1, status.rawValue)]
-            if let error { parameters.append(.string(2, error)) }
+            var parameters: [Parameter] = [.uint32(ParameterID.RequestStatus.requestIdentifier, id), .uint8(ParameterID.RequestStatus.status, status.rawValue)]
+            if let error { parameters.append(.string(ParameterID.RequestStatus.errorText, error)) }
             return ControlMessage(id: MessageID.requestStatus, parameters: parameters)
         case .remoteCommand(let id, let command):
-            var parameters: [Parameter] = [.uint32(0, id), .uint8(1, command.kind.rawValue)]
+            var parameters: [Parameter] = [.uint32(ParameterID.RemoteCommand.requestIdentifier, id), .uint8(ParameterID.RemoteCommand.command, command.kind.rawValue)]
             switch command {
-            case .changePlaybackPosition(let ms), .skipForward(let ms), .skipBackward(let ms): parameters.append(.uint32(2, ms))
-            case .changeRepeatMode(let mode): parameters.append(.uint8(3, mode.rawValue))
-            case .changeShuffleMode(let mode): parameters.append(.uint8(3, mode.rawValue))
+            case .changePlaybackPosition(let ms), .skipForward(let ms), .skipBackward(let ms):
+                parameters.append(.uint32(ParameterID.RemoteCommand.milliseconds, ms))
+            case .changeRepeatMode(let mode): parameters.append(.uint8(ParameterID.RemoteCommand.mode, mode.rawValue))
+            case .changeShuffleMode(let mode): parameters.append(.uint8(ParameterID.RemoteCommand.mode, mode.rawValue))
             case .seekForward(let begin), .seekBackward(let begin), .like(let begin), .dislike(let begin), .bookmark(let begin):
-                parameters.append(.bool(4, begin))
+                parameters.append(.bool(ParameterID.RemoteCommand.active, begin))
             default: break
             }
             return ControlMessage(id: MessageID.remoteCommand, parameters: parameters)
         case .advertisedCommands(let commands):
             return ControlMessage(id: MessageID.advertisedCommands, parameters: commands.map { command in
-                group(0, [.uint8(0, command.kind.rawValue), .bool(1, command.enabled)])
+                group(ParameterID.AdvertisedCommands.command, [
+                    .uint8(ParameterID.AdvertisedCommand.command, command.kind.rawValue), .bool(ParameterID.AdvertisedCommand.enabled, command.enabled),
+                ])
             })
         case .appInformation(let name, let hasContent):
-            return ControlMessage(id: MessageID.mediaAppInformation, parameters: [.string(0, name), .bool(1, hasContent)])
+            return ControlMessage(id: MessageID.mediaAppInformation, parameters: [
+                .string(ParameterID.MediaAppInformation.appName, name), .bool(ParameterID.MediaAppInformation.hasContentTree, hasContent),
+            ])
         case .limits(let limits):
             return ControlMessage(id: MessageID.headUnitLimits, parameters: [
-                .uint8(0, UInt8(clamping: limits.maximumTabs)), .uint16(1, UInt16(clamping: limits.maximumPageSize)),
-                .uint8(2, UInt8(clamping: limits.maximumImageRowImages)), .uint8(3, UInt8(clamping: limits.imageScale)),
+                .uint8(ParameterID.HeadUnitLimits.maximumTabs, UInt8(clamping: limits.maximumTabs)),
+                .uint16(ParameterID.HeadUnitLimits.maximumPageSize, UInt16(clamping: limits.maximumPageSize)),
+                .uint8(ParameterID.HeadUnitLimits.maximumImageRowImages, UInt8(clamping: limits.maximumImageRowImages)),
+                .uint8(ParameterID.HeadUnitLimits.imageScale, UInt8(clamping: limits.imageScale)),
             ])
         case .queueRequest(let id, let offset, let count):
-            return ControlMessage(id: MessageID.queueRequest, parameters: [.uint32(0, id), .uint32(1, offset), .uint16(2, count)])
+            return ControlMessage(id: MessageID.queueRequest, parameters: [
+                .uint32(ParameterID.QueueRequest.requestIdentifier, id), .uint32(ParameterID.QueueRequest.offset, offset),
+                .uint16(ParameterID.QueueRequest.count, count),
+            ])
         case .queueResponse(let response):
-            var parameters: [Parameter] = [.uint32(0, response.requestID), .uint8(1, response.status.rawValue), .uint32(2, response.totalCount),
-                                           .uint32(3, response.offset), .uint32(4, response.currentIndex)]
-            parameters += response.items.map { item in
-                var parameter = Self.itemParameter(item)
-                parameter.id = 5
-                return parameter
-            }
-            if let error = response.error { parameters.append(.string(6, error)) }
+            var parameters: [Parameter] = [
+                .uint32(ParameterID.QueueResponse.requestIdentifier, response.requestID), .uint8(ParameterID.QueueResponse.status, response.status.rawValue),
+                .uint32(ParameterID.QueueResponse.totalCount, response.totalCount), .uint32(ParameterID.QueueResponse.offset, response.offset),
+                .uint32(ParameterID.QueueResponse.currentIndex, response.currentIndex),
+            ]
+            parameters += response.items.map { Self.itemParameter($0, id: ParameterID.QueueResponse.item) }
+            if let error = response.error { parameters.append(.string(ParameterID.QueueResponse.errorText, error)) }
             return ControlMessage(id: MessageID.queueResponse, parameters: parameters)
         case .imageRequest(let id, let image, let scale):
-            return ControlMessage(id: MessageID.imageRequest, parameters: [.uint32(0, id), .string(1, image), .uint8(2, scale)])
+            return ControlMessage(id: MessageID.imageRequest, parameters: [
+                .uint32(ParameterID.ImageRequest.requestIdentifier, id), .string(ParameterID.ImageRequest.imageIdentifier, image),
+                .uint8(ParameterID.ImageRequest.scale, scale),
+            ])
         case .imageResponse(let id, let status, let transfer, let error):
-            var parameters: [Parameter] = [.uint32(0, id), .uint8(1, status.rawValue)]
-            if let transfer { parameters.append(.uint8(2, transfer)) }
-            if let error { parameters.append(.string(3, error)) }
+            var parameters: [Parameter] = [.uint32(ParameterID.ImageResponse.requestIdentifier, id), .uint8(ParameterID.ImageResponse.status, status.rawValue)]
+            if let transfer { parameters.append(.uint8(ParameterID.ImageResponse.fileTransferIdentifier, transfer)) }
+            if let error { parameters.append(.string(ParameterID.ImageResponse.errorText, error)) }
             return ControlMessage(id: MessageID.imageResponse, parameters: parameters)
         case .startNowPlayingUpdates:
             return ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
-                group(0, NowPlayingUpdate.mediaAttributeIDs.map { .none($0) }),
-                group(1, NowPlayingUpdate.playbackAttributeIDs.map { .none($0) }),
+                group(ParameterID.NowPlayingUpdate.mediaItemAttributes, NowPlayingUpdate.mediaAttributeIDs.map { .none($0) }),
+                group(ParameterID.NowPlayingUpdate.playbackAttributes, NowPlayingUpdate.playbackAttributeIDs.map { .none($0) }),
             ])
         case .stopNowPlayingUpdates:
             return ControlMessage(id: MessageID.stopNowPlayingUpdates)
@@ -106,8 +123,8 @@ public enum MediaMessage: Hashable, Sendable {
             return update.message
         case .setNowPlayingInformation(let elapsed, let index):
             var parameters: [Parameter] = []
-            if let elapsed { parameters.append(.uint32(0, elapsed)) }
-            if let index { parameters.append(.uint32(1, index)) }
+            if let elapsed { parameters.append(.uint32(ParameterID.SetNowPlayingInformation.elapsedTime, elapsed)) }
+            if let index { parameters.append(.uint32(ParameterID.SetNowPlayingInformation.playbackQueueIndex, index)) }
             return ControlMessage(id: MessageID.setNowPlayingInformation, parameters: parameters)
         case .startHID(let message): return message.message
         case .accessoryHIDReport(let message): return message.message
@@ -115,36 +132,44 @@ public enum MediaMessage: Hashable, Sendable {
         }
     }
 
-    static func itemParameter(_ item: ContentItem) -> Parameter {
-        var members: [Parameter] = [.string(0, item.id), .uint8(1, item.kind.rawValue), .string(2, item.text)]
-        if let detail = item.detailText { members.append(.string(3, detail)) }
-        if let image = item.imageID { members.append(.string(4, image)) }
-        members.append(.uint8(5, item.accessory.rawValue))
-        if item.playingIndicator != .none { members.append(.uint8(6, item.playingIndicator.rawValue)) }
-        members.append(.bool(7, item.isEnabled))
-        if let value = item.appValue { members.append(.blob(8, value)) }
+    /// An Item group of BrowseResponse or QueueResponse (`id` says which).
+    static func itemParameter(_ item: ContentItem, id: UInt16) -> Parameter {
+        var members: [Parameter] = [
+            .string(ParameterID.ContentItem.itemIdentifier, item.id), .uint8(ParameterID.ContentItem.itemKind, item.kind.rawValue),
+            .string(ParameterID.ContentItem.text, item.text),
+        ]
+        if let detail = item.detailText { members.append(.string(ParameterID.ContentItem.detailText, detail)) }
+        if let image = item.imageID { members.append(.string(ParameterID.ContentItem.imageIdentifier, image)) }
+        members.append(.uint8(ParameterID.ContentItem.accessory, item.accessory.rawValue))
+        if item.playingIndicator != .none { members.append(.uint8(ParameterID.ContentItem.playingIndicator, item.playingIndicator.rawValue)) }
+        members.append(.bool(ParameterID.ContentItem.enabled, item.isEnabled))
+        if let value = item.appValue { members.append(.blob(ParameterID.ContentItem.appValue, value)) }
         if let row = item.imageRow {
-            members.append(group(9, [.string(0, row.title)] + row.entries.map { entry in
-                group(1, [.string(0, entry.id), .string(1, entry.imageID), .bool(2, entry.selectable)])
+            members.append(group(ParameterID.ContentItem.imageRow, [.string(ParameterID.ImageRow.title, row.title)] + row.entries.map { entry in
+                group(ParameterID.ImageRow.image, [
+                    .string(ParameterID.ImageRowImage.entryIdentifier, entry.id), .string(ParameterID.ImageRowImage.imageIdentifier, entry.imageID),
+                    .bool(ParameterID.ImageRowImage.selectable, entry.selectable),
+                ])
             }))
         }
-        members.append(.uint16(10, item.section))
-        if let badge = item.badge { members.append(.string(11, badge)) }
-        return group(4, members)
+        members.append(.uint16(ParameterID.ContentItem.section, item.section))
+        if let badge = item.badge { members.append(.string(ParameterID.ContentItem.badge, badge)) }
+        return group(id, members)
     }
 
     static func sectionParameter(_ section: ContentSection) -> Parameter {
-        var members: [Parameter] = [.uint16(0, section.id)]
+        let kind = ParameterID.Section.sectionKind
+        var members: [Parameter] = [.uint16(ParameterID.Section.sectionIdentifier, section.id)]
         switch section.kind {
         case .plain(let title):
-            members.append(.uint8(1, 0))
-            if let title { members.append(.string(2, title)) }
-        case .loading: members.append(.uint8(1, 1))
-        case .playAll(let count): members += [.uint8(1, 2), .uint32(3, count)]
-        case .empty(let text): members += [.uint8(1, 3), .string(2, text)]
-        case .loadFailed(let text): members += [.uint8(1, 4), .string(2, text)]
+            members.append(.uint8(kind, 0))
+            if let title { members.append(.string(ParameterID.Section.title, title)) }
+        case .loading: members.append(.uint8(kind, 1))
+        case .playAll(let count): members += [.uint8(kind, 2), .uint32(ParameterID.Section.itemCount, count)]
+        case .empty(let text): members += [.uint8(kind, 3), .string(ParameterID.Section.title, text)]
+        case .loadFailed(let text): members += [.uint8(kind, 4), .string(ParameterID.Section.title, text)]
         }
-        return group(5, members)
+        return group(ParameterID.BrowseResponse.section, members)
     }
 
     // MARK: Decoding
@@ -155,47 +180,64 @@ public enum MediaMessage: Hashable, Sendable {
         let reader = MessageReader(message)
         switch message.id {
         case MessageID.browseRequest:
-            self = .browseRequest(requestID: try reader.u32(0), containerID: try reader.string(1), offset: try reader.u32(2), count: try reader.u16(3))
+            self = .browseRequest(requestID: try reader.u32(ParameterID.BrowseRequest.requestIdentifier),
+                                  containerID: try reader.string(ParameterID.BrowseRequest.containerIdentifier),
+                                  offset: try reader.u32(ParameterID.BrowseRequest.offset), count: try reader.u16(ParameterID.BrowseRequest.count))
         case MessageID.browseResponse:
             self = .browseResponse(BrowseResponse(
-                requestID: try reader.u32(0), status: try reader.status(1), totalCount: try reader.u32(2), offset: try reader.u32(3),
-                items: try message.parameters(4).map(Self.item), sections: try message.parameters(5).map(Self.section),
-                error: try reader.optionalString(6)))
+                requestID: try reader.u32(ParameterID.BrowseResponse.requestIdentifier), status: try reader.status(ParameterID.BrowseResponse.status),
+                totalCount: try reader.u32(ParameterID.BrowseResponse.totalCount), offset: try reader.u32(ParameterID.BrowseResponse.offset),
+                items: try message.parameters(ParameterID.BrowseResponse.item).map(Self.item),
+                sections: try message.parameters(ParameterID.BrowseResponse.section).map(Self.section),
+                error: try reader.optionalString(ParameterID.BrowseResponse.errorText)))
         case MessageID.playItemRequest:
-            self = .playItem(requestID: try reader.u32(0), itemID: try reader.string(1), imageRowEntryID: try reader.optionalString(2))
+            self = .playItem(requestID: try reader.u32(ParameterID.PlayItemRequest.requestIdentifier),
+                             itemID: try reader.string(ParameterID.PlayItemRequest.itemIdentifier),
+                             imageRowEntryID: try reader.optionalString(ParameterID.PlayItemRequest.imageRowEntryIdentifier))
         case MessageID.requestStatus:
-            self = .requestStatus(requestID: try reader.u32(0), try reader.status(1), error: try reader.optionalString(2))
+            self = .requestStatus(requestID: try reader.u32(ParameterID.RequestStatus.requestIdentifier), try reader.status(ParameterID.RequestStatus.status),
+                                  error: try reader.optionalString(ParameterID.RequestStatus.errorText))
         case MessageID.remoteCommand:
-            let kindValue = try reader.u8(1)
+            let kindValue = try reader.u8(ParameterID.RemoteCommand.command)
             guard let kind = RemoteCommand.Kind(rawValue: kindValue) else {
                 throw WireError(.badValue, "RemoteCommand has unknown command \(kindValue)")
             }
-            self = .remoteCommand(requestID: try reader.u32(0), try Self.command(kind, reader))
+            self = .remoteCommand(requestID: try reader.u32(ParameterID.RemoteCommand.requestIdentifier), try Self.command(kind, reader))
         case MessageID.advertisedCommands:
-            self = .advertisedCommands(try message.parameters(0).map { parameter throws(WireError) in
+            self = .advertisedCommands(try message.parameters(ParameterID.AdvertisedCommands.command).map { parameter throws(WireError) in
                 let entry = MessageReader(ControlMessage(id: 0, parameters: try parameter.group()))
-                let value = try entry.u8(0)
+                let value = try entry.u8(ParameterID.AdvertisedCommand.command)
                 guard let kind = RemoteCommand.Kind(rawValue: value) else {
                     throw WireError(.badValue, "AdvertisedCommands lists unknown command \(value)")
                 }
-                return AdvertisedCommand(kind, enabled: try entry.bool(1))
+                return AdvertisedCommand(kind, enabled: try entry.bool(ParameterID.AdvertisedCommand.enabled))
             })
         case MessageID.mediaAppInformation:
-            self = .appInformation(name: try reader.string(0), hasContentTree: try reader.bool(1))
+            self = .appInformation(name: try reader.string(ParameterID.MediaAppInformation.appName),
+                                   hasContentTree: try reader.bool(ParameterID.MediaAppInformation.hasContentTree))
         case MessageID.headUnitLimits:
-            self = .limits(HeadUnitLimits(maximumTabs: Int(try reader.u8(0)), maximumPageSize: Int(try reader.u16(1)),
-                                          maximumImageRowImages: Int(try reader.u8(2)), imageScale: Int(try reader.u8(3))))
+            self = .limits(HeadUnitLimits(maximumTabs: Int(try reader.u8(ParameterID.HeadUnitLimits.maximumTabs)),
+                                          maximumPageSize: Int(try reader.u16(ParameterID.HeadUnitLimits.maximumPageSize)),
+                                          maximumImageRowImages: Int(try reader.u8(ParameterID.HeadUnitLimits.maximumImageRowImages)),
+                                          imageScale: Int(try reader.u8(ParameterID.HeadUnitLimits.imageScale))))
         case MessageID.queueRequest:
-            self = .queueRequest(requestID: try reader.u32(0), offset: try reader.u32(1), count: try reader.u16(2))
+            self = .queueRequest(requestID: try reader.u32(ParameterID.QueueRequest.requestIdentifier), offset: try reader.u32(ParameterID.QueueRequest.offset),
+                                 count: try reader.u16(ParameterID.QueueRequest.count))
         case MessageID.queueResponse:
             self = .queueResponse(QueueResponse(
-                requestID: try reader.u32(0), status: try reader.status(1), totalCount: try reader.u32(2), offset: try reader.u32(3),
-                currentIndex: try reader.u32(4), items: try message.parameters(5).map(Self.item), error: try reader.optionalString(6)))
+                requestID: try reader.u32(ParameterID.QueueResponse.requestIdentifier), status: try reader.status(ParameterID.QueueResponse.status),
+                totalCount: try reader.u32(ParameterID.QueueResponse.totalCount), offset: try reader.u32(ParameterID.QueueResponse.offset),
+                currentIndex: try reader.u32(ParameterID.QueueResponse.currentIndex),
+                items: try message.parameters(ParameterID.QueueResponse.item).map(Self.item),
+                error: try reader.optionalString(ParameterID.QueueResponse.errorText)))
         case MessageID.imageRequest:
-            self = .imageRequest(requestID: try reader.u32(0), imageID: try reader.string(1), scale: try reader.u8(2))
+            self = .imageRequest(requestID: try reader.u32(ParameterID.ImageRequest.requestIdentifier),
+                                 imageID: try reader.string(ParameterID.ImageRequest.imageIdentifier), scale: try reader.u8(ParameterID.ImageRequest.scale))
         case MessageID.imageResponse:
-            self = .imageResponse(requestID: try reader.u32(0), try reader.status(1),
-                                  transferID: message.parameter(2) == nil ? nil : try reader.u8(2), error: try reader.optionalString(3))
+            let transfer = ParameterID.ImageResponse.fileTransferIdentifier
+            self = .imageResponse(requestID: try reader.u32(ParameterID.ImageResponse.requestIdentifier), try reader.status(ParameterID.ImageResponse.status),
+                                  transferID: message.parameter(transfer) == nil ? nil : try reader.u8(transfer),
+                                  error: try reader.optionalString(ParameterID.ImageResponse.errorText))
         case MessageID.startNowPlayingUpdates:
             self = .startNowPlayingUpdates
         case MessageID.stopNowPlayingUpdates:
@@ -203,8 +245,9 @@ public enum MediaMessage: Hashable, Sendable {
         case MessageID.nowPlayingUpdate:
             self = .nowPlayingUpdate(try NowPlayingUpdate(message))
         case MessageID.setNowPlayingInformation:
-            self = .setNowPlayingInformation(elapsedMilliseconds: message.parameter(0) == nil ? nil : try reader.u32(0),
-                                             queueIndex: message.parameter(1) == nil ? nil : try reader.u32(1))
+            let elapsed = ParameterID.SetNowPlayingInformation.elapsedTime, index = ParameterID.SetNowPlayingInformation.playbackQueueIndex
+            self = .setNowPlayingInformation(elapsedMilliseconds: message.parameter(elapsed) == nil ? nil : try reader.u32(elapsed),
+                                             queueIndex: message.parameter(index) == nil ? nil : try reader.u32(index))
         case MessageID.startHID: self = .startHID(try StartHIDMessage(message))
         case MessageID.accessoryHIDReport: self = .accessoryHIDReport(try AccessoryHIDReportMessage(message))
         case MessageID.stopHID: self = .stopHID(try StopHIDMessage(message))
@@ -222,20 +265,20 @@ public enum MediaMessage: Hashable, Sendable {
         case .nextTrack: return .nextTrack
         case .previousTrack: return .previousTrack
         case .changePlaybackRate: return .changePlaybackRate
-        case .changePlaybackPosition: return .changePlaybackPosition(milliseconds: try reader.u32(2))
-        case .skipForward: return .skipForward(milliseconds: try reader.u32(2))
-        case .skipBackward: return .skipBackward(milliseconds: try reader.u32(2))
-        case .seekForward: return .seekForward(begin: try reader.bool(4))
-        case .seekBackward: return .seekBackward(begin: try reader.bool(4))
-        case .like: return .like(try reader.bool(4))
-        case .dislike: return .dislike(try reader.bool(4))
-        case .bookmark: return .bookmark(try reader.bool(4))
+        case .changePlaybackPosition: return .changePlaybackPosition(milliseconds: try reader.u32(ParameterID.RemoteCommand.milliseconds))
+        case .skipForward: return .skipForward(milliseconds: try reader.u32(ParameterID.RemoteCommand.milliseconds))
+        case .skipBackward: return .skipBackward(milliseconds: try reader.u32(ParameterID.RemoteCommand.milliseconds))
+        case .seekForward: return .seekForward(begin: try reader.bool(ParameterID.RemoteCommand.active))
+        case .seekBackward: return .seekBackward(begin: try reader.bool(ParameterID.RemoteCommand.active))
+        case .like: return .like(try reader.bool(ParameterID.RemoteCommand.active))
+        case .dislike: return .dislike(try reader.bool(ParameterID.RemoteCommand.active))
+        case .bookmark: return .bookmark(try reader.bool(ParameterID.RemoteCommand.active))
         case .changeRepeatMode:
-            let value = try reader.u8(3)
+            let value = try reader.u8(ParameterID.RemoteCommand.mode)
             guard let mode = RepeatMode(rawValue: value) else { throw WireError(.badValue, "repeat mode \(value) is not 0, 1 or 2") }
             return .changeRepeatMode(mode)
         case .changeShuffleMode:
-            let value = try reader.u8(3)
+            let value = try reader.u8(ParameterID.RemoteCommand.mode)
             guard let mode = ShuffleMode(rawValue: value) else { throw WireError(.badValue, "shuffle mode \(value) is not 0, 1 or 2") }
             return .changeShuffleMode(mode)
         }
@@ -244,33 +287,41 @@ public enum MediaMessage: Hashable, Sendable {
     static func item(_ parameter: Parameter) throws(WireError) -> ContentItem {
         let members = try parameter.group()
         let reader = MessageReader(ControlMessage(id: 0, parameters: members))
-        guard let kind = ContentItem.Kind(rawValue: try reader.u8(1)) else { throw WireError(.badValue, "item kind is not container or playable") }
+        guard let kind = ContentItem.Kind(rawValue: try reader.u8(ParameterID.ContentItem.itemKind)) else {
+            throw WireError(.badValue, "item kind is not container or playable")
+        }
         var row: ContentItem.ImageRow?
-        if let rowParameter = members.first(where: { $0.id == 9 }) {
+        if let rowParameter = members.first(where: { $0.id == ParameterID.ContentItem.imageRow }) {
             let rowMembers = try rowParameter.group()
             let rowReader = MessageReader(ControlMessage(id: 0, parameters: rowMembers))
-            row = ContentItem.ImageRow(title: try rowReader.string(0), entries: try rowMembers.filter { $0.id == 1 }.map { entry throws(WireError) in
-                let entryReader = MessageReader(ControlMessage(id: 0, parameters: try entry.group()))
-                return .init(id: try entryReader.string(0), imageID: try entryReader.string(1), selectable: try entryReader.bool(2))
-            })
+            row = ContentItem.ImageRow(
+                title: try rowReader.string(ParameterID.ImageRow.title),
+                entries: try rowMembers.filter { $0.id == ParameterID.ImageRow.image }.map { entry throws(WireError) in
+                    let entryReader = MessageReader(ControlMessage(id: 0, parameters: try entry.group()))
+                    return .init(id: try entryReader.string(ParameterID.ImageRowImage.entryIdentifier),
+                                 imageID: try entryReader.string(ParameterID.ImageRowImage.imageIdentifier),
+                                 selectable: try entryReader.bool(ParameterID.ImageRowImage.selectable))
+                })
         }
+        let indicator = ParameterID.ContentItem.playingIndicator
         return ContentItem(
-            id: try reader.string(0), kind: kind, text: try reader.string(2), detailText: try reader.optionalString(3),
-            imageID: try reader.optionalString(4), accessory: ContentItem.Accessory(rawValue: try reader.u8(5)) ?? ContentItem.Accessory.none,
-            playingIndicator: members.contains { $0.id == 6 } ? ContentItem.PlayingIndicator(rawValue: try reader.u8(6)) ?? .none : .none,
-            isEnabled: try reader.bool(7), appValue: members.first { $0.id == 8 }?.data, imageRow: row,
-            section: try reader.u16(10), badge: try reader.optionalString(11))
+            id: try reader.string(ParameterID.ContentItem.itemIdentifier), kind: kind, text: try reader.string(ParameterID.ContentItem.text),
+            detailText: try reader.optionalString(ParameterID.ContentItem.detailText), imageID: try reader.optionalString(ParameterID.ContentItem.imageIdentifier),
+            accessory: ContentItem.Accessory(rawValue: try reader.u8(ParameterID.ContentItem.accessory)) ?? ContentItem.Accessory.none,
+            playingIndicator: members.contains { $0.id == indicator } ? ContentItem.PlayingIndicator(rawValue: try reader.u8(indicator)) ?? .none : .none,
+            isEnabled: try reader.bool(ParameterID.ContentItem.enabled), appValue: members.first { $0.id == ParameterID.ContentItem.appValue }?.data,
+            imageRow: row, section: try reader.u16(ParameterID.ContentItem.section), badge: try reader.optionalString(ParameterID.ContentItem.badge))
     }
 
     static func section(_ parameter: Parameter) throws(WireError) -> ContentSection {
         let reader = MessageReader(ControlMessage(id: 0, parameters: try parameter.group()))
-        let id = try reader.u16(0)
-        switch try reader.u8(1) {
-        case 0: return ContentSection(id: id, kind: .plain(title: try reader.optionalString(2)))
+        let id = try reader.u16(ParameterID.Section.sectionIdentifier), title = ParameterID.Section.title
+        switch try reader.u8(ParameterID.Section.sectionKind) {
+        case 0: return ContentSection(id: id, kind: .plain(title: try reader.optionalString(title)))
         case 1: return ContentSection(id: id, kind: .loading)
-        case 2: return ContentSection(id: id, kind: .playAll(itemCount: try reader.u32(3)))
-        case 3: return ContentSection(id: id, kind: .empty(text: try reader.string(2)))
-        case 4: return ContentSection(id: id, kind: .loadFailed(text: try reader.string(2)))
+        case 2: return ContentSection(id: id, kind: .playAll(itemCount: try reader.u32(ParameterID.Section.itemCount)))
+        case 3: return ContentSection(id: id, kind: .empty(text: try reader.string(title)))
+        case 4: return ContentSection(id: id, kind: .loadFailed(text: try reader.string(title)))
         case let other: throw WireError(.badValue, "section kind \(other) is unknown")
         }
     }
@@ -324,7 +375,9 @@ public struct QueueResponse: Hashable, Sendable {
 /// it (iAP2 updates may be partial; this project's phone sends them whole).
 public struct NowPlayingUpdate: Hashable, Sendable {
     public var info: NowPlayingInfo
-    /// Media item and playback attribute ids present, per group (0, 1).
+    /// Media item and playback attributes present, each as its group's id
+    /// << 16 | its own id (`ParameterID.NowPlayingUpdate`, `.MediaItem`,
+    /// `.Playback`).
     public var present: Set<UInt32>
     /// The update carries a media item group (possibly empty: no item).
     public var hasMediaItemGroup: Bool
@@ -333,62 +386,77 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     /// are not applied (the attribute is not in `present`).
     public var outOfRange: [OutOfRangeValue] = []
 
-    static let mediaAttributeIDs: [UInt16] = [0, 1, 4, 6, 12, 16, 26, 0x4000]
-    static let playbackAttributeIDs: [UInt16] = [0, 1, 2, 3, 5, 6, 7, 12, 0x4000, 0x4001]
+    static let mediaAttributeIDs: [UInt16] = [
+        ParameterID.MediaItem.persistentIdentifier, ParameterID.MediaItem.title, ParameterID.MediaItem.playbackDurationInMilliseconds,
+        ParameterID.MediaItem.albumTitle, ParameterID.MediaItem.artist, ParameterID.MediaItem.genre, ParameterID.MediaItem.artworkFileTransferIdentifier,
+        ParameterID.MediaItem.devKitReleaseDate,
+    ]
+    static let playbackAttributeIDs: [UInt16] = [
+        ParameterID.Playback.status, ParameterID.Playback.elapsedTimeInMilliseconds, ParameterID.Playback.queueIndex, ParameterID.Playback.queueCount,
+        ParameterID.Playback.shuffleMode, ParameterID.Playback.repeatMode, ParameterID.Playback.appName, ParameterID.Playback.speed,
+        ParameterID.Playback.devKitPlaybackState, ParameterID.Playback.devKitDefaultPlaybackRate,
+    ]
 
     static func key(_ group: UInt16, _ id: UInt16) -> UInt32 { UInt32(group) << 16 | UInt32(id) }
+    static func mediaItemKey(_ id: UInt16) -> UInt32 { key(ParameterID.NowPlayingUpdate.mediaItemAttributes, id) }
+    static func playbackKey(_ id: UInt16) -> UInt32 { key(ParameterID.NowPlayingUpdate.playbackAttributes, id) }
 
     /// A full update of `info`.
     public init(full info: NowPlayingInfo) {
         self.info = info
-        present = Set(Self.mediaAttributeIDs.map { Self.key(0, $0) } + Self.playbackAttributeIDs.map { Self.key(1, $0) })
+        present = Set(Self.mediaAttributeIDs.map(Self.mediaItemKey) + Self.playbackAttributeIDs.map(Self.playbackKey))
         hasMediaItemGroup = true
     }
 
     var message: ControlMessage {
         var media: [Parameter] = []
-        if let id = info.itemID { media.append(.uint64(0, id)) }
-        if let title = info.title { media.append(.string(1, title)) }
-        if let duration = info.durationMilliseconds { media.append(.uint32(4, duration)) }
-        if let album = info.albumTitle { media.append(.string(6, album)) }
-        if let artist = info.artist { media.append(.string(12, artist)) }
-        if let genre = info.genre { media.append(.string(16, genre)) }
-        if let artwork = info.artworkTransferID { media.append(.uint8(26, artwork)) }
-        if let date = info.releaseDate { media.append(.string(0x4000, date)) }
+        if let id = info.itemID { media.append(.uint64(ParameterID.MediaItem.persistentIdentifier, id)) }
+        if let title = info.title { media.append(.string(ParameterID.MediaItem.title, title)) }
+        if let duration = info.durationMilliseconds { media.append(.uint32(ParameterID.MediaItem.playbackDurationInMilliseconds, duration)) }
+        if let album = info.albumTitle { media.append(.string(ParameterID.MediaItem.albumTitle, album)) }
+        if let artist = info.artist { media.append(.string(ParameterID.MediaItem.artist, artist)) }
+        if let genre = info.genre { media.append(.string(ParameterID.MediaItem.genre, genre)) }
+        if let artwork = info.artworkTransferID { media.append(.uint8(ParameterID.MediaItem.artworkFileTransferIdentifier, artwork)) }
+        if let date = info.releaseDate { media.append(.string(ParameterID.MediaItem.devKitReleaseDate, date)) }
         var playback: [Parameter] = [
-            .uint8(0, Self.iAP2Status(info.state)), .uint32(1, info.elapsedMilliseconds),
+            .uint8(ParameterID.Playback.status, Self.iAP2Status(info.state)),
+            .uint32(ParameterID.Playback.elapsedTimeInMilliseconds, info.elapsedMilliseconds),
         ]
-        if let index = info.queueIndex { playback.append(.uint32(2, index)) }
-        if let count = info.queueCount { playback.append(.uint32(3, count)) }
-        playback += [.uint8(5, info.shuffleMode.rawValue), .uint8(6, info.repeatMode.rawValue)]
-        if let app = info.appName { playback.append(.string(7, app)) }
-        playback += [.uint16(12, Self.hundredths(info.playbackRate)), .uint8(0x4000, info.state.rawValue),
-                     .uint16(0x4001, Self.hundredths(info.defaultPlaybackRate))]
-        return ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [group(0, media), group(1, playback)])
+        if let index = info.queueIndex { playback.append(.uint32(ParameterID.Playback.queueIndex, index)) }
+        if let count = info.queueCount { playback.append(.uint32(ParameterID.Playback.queueCount, count)) }
+        playback += [.uint8(ParameterID.Playback.shuffleMode, info.shuffleMode.rawValue), .uint8(ParameterID.Playback.repeatMode, info.repeatMode.rawValue)]
+        if let app = info.appName { playback.append(.string(ParameterID.Playback.appName, app)) }
+        playback += [.uint16(ParameterID.Playback.speed, Self.hundredths(info.playbackRate)),
+                     .uint8(ParameterID.Playback.devKitPlaybackState, info.state.rawValue),
+                     .uint16(ParameterID.Playback.devKitDefaultPlaybackRate, Self.hundredths(info.defaultPlaybackRate))]
+        return ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [
+            group(ParameterID.NowPlayingUpdate.mediaItemAttributes, media), group(ParameterID.NowPlayingUpdate.playbackAttributes, playback),
+        ])
     }
 
     init(_ message: ControlMessage) throws(WireError) {
+        let mediaItem = ParameterID.NowPlayingUpdate.mediaItemAttributes, playback = ParameterID.NowPlayingUpdate.playbackAttributes
         info = NowPlayingInfo()
         present = []
-        hasMediaItemGroup = message.parameter(0) != nil
+        hasMediaItemGroup = message.parameter(mediaItem) != nil
         var statusOutOfRange = false
         var extendedState: NowPlayingInfo.PlaybackState?
-        for groupParameter in message.parameters where groupParameter.id <= 1 {
+        for groupParameter in message.parameters where groupParameter.id == mediaItem || groupParameter.id == playback {
             let members = try groupParameter.group()
             let reader = MessageReader(ControlMessage(id: 0, parameters: members))
             for member in members {
                 present.insert(Self.key(groupParameter.id, member.id))
                 switch (groupParameter.id, member.id) {
-                case (0, 0): info.itemID = try reader.u64(0)
-                case (0, 1): info.title = try reader.string(1)
-                case (0, 4): info.durationMilliseconds = try reader.u32(4)
-                case (0, 6): info.albumTitle = try reader.string(6)
-                case (0, 12): info.artist = try reader.string(12)
-                case (0, 16): info.genre = try reader.string(16)
-                case (0, 26): info.artworkTransferID = try reader.u8(26)
-                case (0, 0x4000): info.releaseDate = try reader.string(0x4000)
-                case (1, 0):
-                    switch try reader.u8(0) {
+                case (mediaItem, ParameterID.MediaItem.persistentIdentifier): info.itemID = try reader.u64(member.id)
+                case (mediaItem, ParameterID.MediaItem.title): info.title = try reader.string(member.id)
+                case (mediaItem, ParameterID.MediaItem.playbackDurationInMilliseconds): info.durationMilliseconds = try reader.u32(member.id)
+                case (mediaItem, ParameterID.MediaItem.albumTitle): info.albumTitle = try reader.string(member.id)
+                case (mediaItem, ParameterID.MediaItem.artist): info.artist = try reader.string(member.id)
+                case (mediaItem, ParameterID.MediaItem.genre): info.genre = try reader.string(member.id)
+                case (mediaItem, ParameterID.MediaItem.artworkFileTransferIdentifier): info.artworkTransferID = try reader.u8(member.id)
+                case (mediaItem, ParameterID.MediaItem.devKitReleaseDate): info.releaseDate = try reader.string(member.id)
+                case (playback, ParameterID.Playback.status):
+                    switch try reader.u8(member.id) {
                     case 0: info.state = .stopped
                     case 1: info.state = .playing
                     case 2, 3, 4: info.state = .paused
@@ -397,29 +465,29 @@ public struct NowPlayingUpdate: Hashable, Sendable {
                         statusOutOfRange = true
                         outOfRange.append(OutOfRangeValue(.playbackStatus, value: UInt64(value)))
                     }
-                case (1, 1): info.elapsedMilliseconds = try reader.u32(1)
-                case (1, 2): info.queueIndex = try reader.u32(2)
-                case (1, 3): info.queueCount = try reader.u32(3)
-                case (1, 5):
-                    let value = try reader.u8(5)
+                case (playback, ParameterID.Playback.elapsedTimeInMilliseconds): info.elapsedMilliseconds = try reader.u32(member.id)
+                case (playback, ParameterID.Playback.queueIndex): info.queueIndex = try reader.u32(member.id)
+                case (playback, ParameterID.Playback.queueCount): info.queueCount = try reader.u32(member.id)
+                case (playback, ParameterID.Playback.shuffleMode):
+                    let value = try reader.u8(member.id)
                     if let mode = ShuffleMode(rawValue: value) { info.shuffleMode = mode } else {
-                        present.remove(Self.key(1, 5))
+                        present.remove(Self.playbackKey(ParameterID.Playback.shuffleMode))
                         outOfRange.append(OutOfRangeValue(.shuffleMode, value: UInt64(value)))
                     }
-                case (1, 6):
-                    let value = try reader.u8(6)
+                case (playback, ParameterID.Playback.repeatMode):
+                    let value = try reader.u8(member.id)
                     if let mode = RepeatMode(rawValue: value) { info.repeatMode = mode } else {
-                        present.remove(Self.key(1, 6))
+                        present.remove(Self.playbackKey(ParameterID.Playback.repeatMode))
                         outOfRange.append(OutOfRangeValue(.repeatMode, value: UInt64(value)))
                     }
-                case (1, 7): info.appName = try reader.string(7)
-                case (1, 12): info.playbackRate = Double(try reader.u16(12)) / 100
-                case (1, 0x4000):
-                    let value = try reader.u8(0x4000)
+                case (playback, ParameterID.Playback.appName): info.appName = try reader.string(member.id)
+                case (playback, ParameterID.Playback.speed): info.playbackRate = Double(try reader.u16(member.id)) / 100
+                case (playback, ParameterID.Playback.devKitPlaybackState):
+                    let value = try reader.u8(member.id)
                     if let state = NowPlayingInfo.PlaybackState(rawValue: value) { extendedState = state } else {
                         outOfRange.append(OutOfRangeValue(.playbackState, value: UInt64(value)))
                     }
-                case (1, 0x4001): info.defaultPlaybackRate = Double(try reader.u16(0x4001)) / 100
+                case (playback, ParameterID.Playback.devKitDefaultPlaybackRate): info.defaultPlaybackRate = Double(try reader.u16(member.id)) / 100
                 default: break
                 }
             }
@@ -427,11 +495,11 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         // The extended state refines a valid status (interrupted is paused
         // there); after an out-of-range status the state stays unknown.
         if statusOutOfRange {
-            present.remove(Self.key(1, 0x4000))
+            present.remove(Self.playbackKey(ParameterID.Playback.devKitPlaybackState))
         } else if let extendedState {
             info.state = extendedState
         } else {
-            present.remove(Self.key(1, 0x4000))
+            present.remove(Self.playbackKey(ParameterID.Playback.devKitPlaybackState))
         }
     }
 
@@ -453,23 +521,25 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         }
         // Plain lookups, no closures: applying an update allocates nothing.
         let present = self.present
-        if present.contains(0x0_0000) { result.itemID = info.itemID }
-        if present.contains(0x0_0001) { result.title = info.title }
-        if present.contains(0x0_0004) { result.durationMilliseconds = info.durationMilliseconds }
-        if present.contains(0x0_0006) { result.albumTitle = info.albumTitle }
-        if present.contains(0x0_000C) { result.artist = info.artist }
-        if present.contains(0x0_0010) { result.genre = info.genre }
-        if present.contains(0x0_001A) { result.artworkTransferID = info.artworkTransferID }
-        if present.contains(0x0_4000) { result.releaseDate = info.releaseDate }
-        if present.contains(0x1_0000) || present.contains(0x1_4000) { result.state = info.state }
-        if present.contains(0x1_0001) { result.elapsedMilliseconds = info.elapsedMilliseconds }
-        if present.contains(0x1_0002) { result.queueIndex = info.queueIndex }
-        if present.contains(0x1_0003) { result.queueCount = info.queueCount }
-        if present.contains(0x1_0005) { result.shuffleMode = info.shuffleMode }
-        if present.contains(0x1_0006) { result.repeatMode = info.repeatMode }
-        if present.contains(0x1_0007) { result.appName = info.appName }
-        if present.contains(0x1_000C) { result.playbackRate = info.playbackRate }
-        if present.contains(0x1_4001) { result.defaultPlaybackRate = info.defaultPlaybackRate }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.persistentIdentifier)) { result.itemID = info.itemID }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.title)) { result.title = info.title }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.playbackDurationInMilliseconds)) { result.durationMilliseconds = info.durationMilliseconds }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.albumTitle)) { result.albumTitle = info.albumTitle }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.artist)) { result.artist = info.artist }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.genre)) { result.genre = info.genre }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.artworkFileTransferIdentifier)) { result.artworkTransferID = info.artworkTransferID }
+        if present.contains(Self.mediaItemKey(ParameterID.MediaItem.devKitReleaseDate)) { result.releaseDate = info.releaseDate }
+        if present.contains(Self.playbackKey(ParameterID.Playback.status)) || present.contains(Self.playbackKey(ParameterID.Playback.devKitPlaybackState)) {
+            result.state = info.state
+        }
+        if present.contains(Self.playbackKey(ParameterID.Playback.elapsedTimeInMilliseconds)) { result.elapsedMilliseconds = info.elapsedMilliseconds }
+        if present.contains(Self.playbackKey(ParameterID.Playback.queueIndex)) { result.queueIndex = info.queueIndex }
+        if present.contains(Self.playbackKey(ParameterID.Playback.queueCount)) { result.queueCount = info.queueCount }
+        if present.contains(Self.playbackKey(ParameterID.Playback.shuffleMode)) { result.shuffleMode = info.shuffleMode }
+        if present.contains(Self.playbackKey(ParameterID.Playback.repeatMode)) { result.repeatMode = info.repeatMode }
+        if present.contains(Self.playbackKey(ParameterID.Playback.appName)) { result.appName = info.appName }
+        if present.contains(Self.playbackKey(ParameterID.Playback.speed)) { result.playbackRate = info.playbackRate }
+        if present.contains(Self.playbackKey(ParameterID.Playback.devKitDefaultPlaybackRate)) { result.defaultPlaybackRate = info.defaultPlaybackRate }
         return result
     }
 

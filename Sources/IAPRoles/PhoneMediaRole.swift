@@ -1,4 +1,5 @@
 import IAPLink
+import IAPWire
 
 /// The phone end of the media protocol, sans-IO: browse requests are
 /// answered from a content source, remote commands run through the command
@@ -375,7 +376,8 @@ public struct NowPlayingModel: Hashable, Sendable {
         var result = update.applied(to: info)
         var found = update.outOfRange
         var carried = update.present
-        if update.present.contains(0x1_0001) {
+        let elapsedKey = NowPlayingUpdate.playbackKey(ParameterID.Playback.elapsedTimeInMilliseconds)
+        if update.present.contains(elapsedKey) {
             let elapsed = update.info.elapsedMilliseconds
             let duration = result.durationMilliseconds
             if elapsed >= Self.elapsedLimit || duration.map({ elapsed > $0 }) == true {
@@ -383,7 +385,7 @@ public struct NowPlayingModel: Hashable, Sendable {
                                              allowed: duration.map { "at most the duration, \($0) ms" } ?? "under \(Self.elapsedLimit) ms"))
                 // Keep the position as it was, carried on to now.
                 result.elapsedMilliseconds = Self.extrapolate(info, from: receivedAt, to: now)
-                carried.remove(0x1_0001)
+                carried.remove(elapsedKey)
             }
         }
         for value in found { carried.insert(Self.key(value.attribute)) }
@@ -398,11 +400,11 @@ public struct NowPlayingModel: Hashable, Sendable {
 
     static func key(_ attribute: OutOfRangeValue.Attribute) -> UInt32 {
         switch attribute {
-        case .playbackStatus: 0x1_0000
-        case .playbackState: 0x1_4000
-        case .elapsedTime: 0x1_0001
-        case .shuffleMode: 0x1_0005
-        case .repeatMode: 0x1_0006
+        case .playbackStatus: NowPlayingUpdate.playbackKey(ParameterID.Playback.status)
+        case .playbackState: NowPlayingUpdate.playbackKey(ParameterID.Playback.devKitPlaybackState)
+        case .elapsedTime: NowPlayingUpdate.playbackKey(ParameterID.Playback.elapsedTimeInMilliseconds)
+        case .shuffleMode: NowPlayingUpdate.playbackKey(ParameterID.Playback.shuffleMode)
+        case .repeatMode: NowPlayingUpdate.playbackKey(ParameterID.Playback.repeatMode)
         }
     }
 

@@ -103,15 +103,15 @@ struct DeviceAuthentication: Sendable {
     mutating func received(_ message: ControlMessage, now: LinkInstant) -> [Output] {
         switch (step, message.id) {
         case (.awaitingCertificate, MessageID.authenticationCertificate):
-            guard let certificate = message.parameter(0)?.data, !certificate.isEmpty else {
-                return fail("the AuthenticationCertificate message carries no certificate (parameter 0)")
+            guard let certificate = message.parameter(ParameterID.AuthenticationCertificate.certificate)?.data, !certificate.isEmpty else {
+                return fail("the AuthenticationCertificate message carries no certificate (parameter \(ParameterID.AuthenticationCertificate.certificate))")
             }
             step = .examining(certificate: certificate)
             deadline = now + stepTimeout
             return [.verify(.certificate(certificate))]
         case (.awaitingResponse(let certificate, let challenge), MessageID.authenticationResponse):
-            guard let response = message.parameter(0)?.data, !response.isEmpty else {
-                return fail("the AuthenticationResponse message carries no response (parameter 0)")
+            guard let response = message.parameter(ParameterID.AuthenticationResponse.response)?.data, !response.isEmpty else {
+                return fail("the AuthenticationResponse message carries no response (parameter \(ParameterID.AuthenticationResponse.response))")
             }
             step = .verifying
             deadline = now + stepTimeout
@@ -128,7 +128,9 @@ struct DeviceAuthentication: Sendable {
             step = .awaitingResponse(certificate: certificate, challenge: challenge)
             deadline = now + stepTimeout
             return [.certificate(summary: summary),
-                    .send(ControlMessage(id: MessageID.requestAuthenticationChallengeResponse, parameters: [.blob(0, challenge)]))]
+                    .send(ControlMessage(id: MessageID.requestAuthenticationChallengeResponse, parameters: [
+                        .blob(ParameterID.RequestAuthenticationChallengeResponse.challenge, challenge),
+                    ]))]
         case (.examining, .certificateRejected(let reason)):
             return fail("the accessory certificate cannot be used: \(reason)")
         case (.verifying, .responseValid):
@@ -191,8 +193,8 @@ struct AccessoryAuthentication: Sendable {
             pending = .certificate
             return [.authenticator(.certificate)]
         case MessageID.requestAuthenticationChallengeResponse:
-            guard let challenge = message.parameter(0)?.data, !challenge.isEmpty else {
-                return [.problem("RequestAuthenticationChallengeResponse carries no challenge (parameter 0)")]
+            guard let challenge = message.parameter(ParameterID.RequestAuthenticationChallengeResponse.challenge)?.data, !challenge.isEmpty else {
+                return [.problem("RequestAuthenticationChallengeResponse carries no challenge (parameter \(ParameterID.RequestAuthenticationChallengeResponse.challenge))")]
             }
             state = .inProgress
             pending = .response(challenge: challenge)
@@ -213,9 +215,9 @@ struct AccessoryAuthentication: Sendable {
         pending = nil
         switch (request, answer) {
         case (.certificate, .certificate(let bytes)):
-            return [.send(ControlMessage(id: MessageID.authenticationCertificate, parameters: [.blob(0, bytes)]))]
+            return [.send(ControlMessage(id: MessageID.authenticationCertificate, parameters: [.blob(ParameterID.AuthenticationCertificate.certificate, bytes)]))]
         case (.response, .response(let bytes)):
-            return [.send(ControlMessage(id: MessageID.authenticationResponse, parameters: [.blob(0, bytes)]))]
+            return [.send(ControlMessage(id: MessageID.authenticationResponse, parameters: [.blob(ParameterID.AuthenticationResponse.response, bytes)]))]
         case (_, .failed(let reason)):
             return [.problem("the authenticator failed: \(reason)")]
         default:

@@ -60,9 +60,10 @@ public struct MessageSpec: Sendable {
 }
 
 /// The one table of message ids, names and parameter layouts. The decoder
-/// uses it for display and the message layer for ids; nothing else defines
-/// an id. Sources: ../shared/IAP-FACTS.md (two public message tables
-/// cross-checked) and the fixtures' SOURCES.md.
+/// uses it for display; the ids the stack uses are `MessageID` and
+/// `ParameterID`, which its rows are written with. Sources:
+/// ../shared/IAP-FACTS.md (two public message tables cross-checked) and the
+/// fixtures' SOURCES.md.
 public enum MessageCatalog {
     public static func message(_ id: UInt16) -> MessageSpec? { index[id] }
     public static func name(of id: UInt16) -> String? { index[id]?.name }
@@ -76,20 +77,28 @@ public enum MessageCatalog {
 
     static let authentication: [MessageSpec] = [
         MessageSpec(MessageID.requestAuthenticationCertificate, "RequestAuthenticationCertificate"),
-        MessageSpec(MessageID.authenticationCertificate, "AuthenticationCertificate", [ParameterSpec(0, "AuthenticationCertificate", .blob)]),
-        MessageSpec(MessageID.requestAuthenticationChallengeResponse, "RequestAuthenticationChallengeResponse", [ParameterSpec(0, "AuthenticationChallenge", .blob)]),
-        MessageSpec(MessageID.authenticationResponse, "AuthenticationResponse", [ParameterSpec(0, "AuthenticationResponse", .blob)]),
+        MessageSpec(MessageID.authenticationCertificate, "AuthenticationCertificate", [
+            ParameterSpec(ParameterID.AuthenticationCertificate.certificate, "AuthenticationCertificate", .blob),
+        ]),
+        MessageSpec(MessageID.requestAuthenticationChallengeResponse, "RequestAuthenticationChallengeResponse", [
+            ParameterSpec(ParameterID.RequestAuthenticationChallengeResponse.challenge, "AuthenticationChallenge", .blob),
+        ]),
+        MessageSpec(MessageID.authenticationResponse, "AuthenticationResponse", [
+            ParameterSpec(ParameterID.AuthenticationResponse.response, "AuthenticationResponse", .blob),
+        ]),
         MessageSpec(MessageID.authenticationFailed, "AuthenticationFailed"),
         MessageSpec(MessageID.authenticationSucceeded, "AuthenticationSucceeded"),
-        MessageSpec(MessageID.accessoryAuthenticationSerialNumber, "AccessoryAuthenticationSerialNumber", [ParameterSpec(0, "SerialNumber", .blob)]),
+        MessageSpec(MessageID.accessoryAuthenticationSerialNumber, "AccessoryAuthenticationSerialNumber", [
+            ParameterSpec(ParameterID.AccessoryAuthenticationSerialNumber.serialNumber, "SerialNumber", .blob),
+        ]),
     ]
 
     // MARK: Identification
 
     static let transportComponentMembers: [ParameterSpec] = [
-        ParameterSpec(0, "TransportComponentIdentifier", .uint16),
-        ParameterSpec(1, "TransportComponentName", .utf8),
-        ParameterSpec(2, "TransportSupportsiAP2Connection", .none),
+        ParameterSpec(ParameterID.TransportComponent.identifier, "TransportComponentIdentifier", .uint16),
+        ParameterSpec(ParameterID.TransportComponent.name, "TransportComponentName", .utf8),
+        ParameterSpec(ParameterID.TransportComponent.supportsiAP2Connection, "TransportSupportsiAP2Connection", .none),
     ]
 
     public static let hidComponentFunctions: [UInt64: String] = [
@@ -98,39 +107,39 @@ public enum MessageCatalog {
     ]
 
     static let identificationParameters: [ParameterSpec] = [
-        ParameterSpec(0, "Name", .utf8),
-        ParameterSpec(1, "ModelIdentifier", .utf8),
-        ParameterSpec(2, "Manufacturer", .utf8),
-        ParameterSpec(3, "SerialNumber", .utf8),
-        ParameterSpec(4, "FirmwareVersion", .utf8),
-        ParameterSpec(5, "HardwareVersion", .utf8),
-        ParameterSpec(6, "MessagesSentByAccessory", .messageIDList),
-        ParameterSpec(7, "MessagesReceivedFromDevice", .messageIDList),
-        ParameterSpec(8, "PowerProvidingCapability", .enumeration, values: [0: "none", 1: "reserved", 2: "advanced"]),
-        ParameterSpec(9, "MaximumCurrentDrawnFromDevice", .uint16),
-        ParameterSpec(10, "SupportedExternalAccessoryProtocol", .group, members: [
-            ParameterSpec(0, "ExternalAccessoryProtocolIdentifier", .uint8),
-            ParameterSpec(1, "ExternalAccessoryProtocolName", .utf8),
-            ParameterSpec(2, "ExternalAccessoryProtocolMatchAction", .enumeration),
-            ParameterSpec(3, "NativeTransportComponentIdentifier", .uint16),
+        ParameterSpec(ParameterID.IdentificationInformation.name, "Name", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.modelIdentifier, "ModelIdentifier", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.manufacturer, "Manufacturer", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.serialNumber, "SerialNumber", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.firmwareVersion, "FirmwareVersion", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.hardwareVersion, "HardwareVersion", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.messagesSentByAccessory, "MessagesSentByAccessory", .messageIDList),
+        ParameterSpec(ParameterID.IdentificationInformation.messagesReceivedFromDevice, "MessagesReceivedFromDevice", .messageIDList),
+        ParameterSpec(ParameterID.IdentificationInformation.powerProvidingCapability, "PowerProvidingCapability", .enumeration, values: [0: "none", 1: "reserved", 2: "advanced"]),
+        ParameterSpec(ParameterID.IdentificationInformation.maximumCurrentDrawnFromDevice, "MaximumCurrentDrawnFromDevice", .uint16),
+        ParameterSpec(ParameterID.IdentificationInformation.supportedExternalAccessoryProtocol, "SupportedExternalAccessoryProtocol", .group, members: [
+            ParameterSpec(ParameterID.ExternalAccessoryProtocol.identifier, "ExternalAccessoryProtocolIdentifier", .uint8),
+            ParameterSpec(ParameterID.ExternalAccessoryProtocol.name, "ExternalAccessoryProtocolName", .utf8),
+            ParameterSpec(ParameterID.ExternalAccessoryProtocol.matchAction, "ExternalAccessoryProtocolMatchAction", .enumeration),
+            ParameterSpec(ParameterID.ExternalAccessoryProtocol.nativeTransportComponentIdentifier, "NativeTransportComponentIdentifier", .uint16),
         ]),
-        ParameterSpec(11, "AppMatchTeamID", .utf8),
-        ParameterSpec(12, "CurrentLanguage", .utf8),
-        ParameterSpec(13, "SupportedLanguage", .utf8),
-        ParameterSpec(14, "SerialTransportComponent", .group, members: transportComponentMembers),
-        ParameterSpec(15, "USBDeviceTransportComponent", .group, members: transportComponentMembers + [
-            ParameterSpec(3, "USBDeviceSupportedAudioSampleRate", .enumeration),
+        ParameterSpec(ParameterID.IdentificationInformation.appMatchTeamID, "AppMatchTeamID", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.currentLanguage, "CurrentLanguage", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.supportedLanguage, "SupportedLanguage", .utf8),
+        ParameterSpec(ParameterID.IdentificationInformation.serialTransportComponent, "SerialTransportComponent", .group, members: transportComponentMembers),
+        ParameterSpec(ParameterID.IdentificationInformation.usbDeviceTransportComponent, "USBDeviceTransportComponent", .group, members: transportComponentMembers + [
+            ParameterSpec(ParameterID.TransportComponent.usbDeviceSupportedAudioSampleRate, "USBDeviceSupportedAudioSampleRate", .enumeration),
         ]),
-        ParameterSpec(16, "USBHostTransportComponent", .group, members: transportComponentMembers + [
-            ParameterSpec(3, "USBHostTransportCarPlayInterfaceNumber", .uint8),
+        ParameterSpec(ParameterID.IdentificationInformation.usbHostTransportComponent, "USBHostTransportComponent", .group, members: transportComponentMembers + [
+            ParameterSpec(ParameterID.TransportComponent.usbHostCarPlayInterfaceNumber, "USBHostTransportCarPlayInterfaceNumber", .uint8),
         ]),
-        ParameterSpec(17, "BluetoothTransportComponent", .group, members: transportComponentMembers + [
-            ParameterSpec(3, "BluetoothTransportMediaAccessControlAddress", .blob),
+        ParameterSpec(ParameterID.IdentificationInformation.bluetoothTransportComponent, "BluetoothTransportComponent", .group, members: transportComponentMembers + [
+            ParameterSpec(ParameterID.TransportComponent.bluetoothMediaAccessControlAddress, "BluetoothTransportMediaAccessControlAddress", .blob),
         ]),
-        ParameterSpec(18, "iAP2HIDComponent", .group, members: [
-            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
-            ParameterSpec(1, "HIDComponentName", .utf8),
-            ParameterSpec(2, "HIDComponentFunction", .enumeration, values: hidComponentFunctions),
+        ParameterSpec(ParameterID.IdentificationInformation.iAP2HIDComponent, "iAP2HIDComponent", .group, members: [
+            ParameterSpec(ParameterID.HIDComponent.identifier, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(ParameterID.HIDComponent.name, "HIDComponentName", .utf8),
+            ParameterSpec(ParameterID.HIDComponent.function, "HIDComponentFunction", .enumeration, values: hidComponentFunctions),
         ]),
     ]
 
@@ -169,65 +178,65 @@ public enum MessageCatalog {
 
     /// Media item attributes (NowPlayingUpdate group 0; media library items).
     public static let mediaItemAttributes: [ParameterSpec] = [
-        ParameterSpec(0, "MediaItemPersistentIdentifier", .uint64),
-        ParameterSpec(1, "MediaItemTitle", .utf8),
-        ParameterSpec(2, "MediaItemMediaType", .uint32),
-        ParameterSpec(3, "MediaItemRating", .uint8),
-        ParameterSpec(4, "MediaItemPlaybackDurationInMilliseconds", .uint32),
-        ParameterSpec(5, "MediaItemAlbumPersistentIdentifier", .uint64),
-        ParameterSpec(6, "MediaItemAlbumTitle", .utf8),
-        ParameterSpec(7, "MediaItemAlbumTrackNumber", .uint16),
-        ParameterSpec(8, "MediaItemAlbumTrackCount", .uint16),
-        ParameterSpec(9, "MediaItemAlbumDiscNumber", .uint16),
-        ParameterSpec(10, "MediaItemAlbumDiscCount", .uint16),
-        ParameterSpec(11, "MediaItemArtistPersistentIdentifier", .uint64),
-        ParameterSpec(12, "MediaItemArtist", .utf8),
-        ParameterSpec(13, "MediaItemAlbumArtistPersistentIdentifier", .uint64),
-        ParameterSpec(14, "MediaItemAlbumArtist", .utf8),
-        ParameterSpec(15, "MediaItemGenrePersistentIdentifier", .uint64),
-        ParameterSpec(16, "MediaItemGenre", .utf8),
-        ParameterSpec(17, "MediaItemComposerPersistentIdentifier", .uint64),
-        ParameterSpec(18, "MediaItemComposer", .utf8),
-        ParameterSpec(19, "MediaItemIsPartOfCompilation", .bool),
-        ParameterSpec(21, "MediaItemIsLikeSupported", .bool),
-        ParameterSpec(22, "MediaItemIsBanSupported", .bool),
-        ParameterSpec(23, "MediaItemIsLiked", .bool),
-        ParameterSpec(24, "MediaItemIsBanned", .bool),
-        ParameterSpec(25, "MediaItemIsResidentOnDevice", .bool),
-        ParameterSpec(26, "MediaItemArtworkFileTransferIdentifier", .uint8),
-        ParameterSpec(27, "MediaItemChapterCount", .uint16),
+        ParameterSpec(ParameterID.MediaItem.persistentIdentifier, "MediaItemPersistentIdentifier", .uint64),
+        ParameterSpec(ParameterID.MediaItem.title, "MediaItemTitle", .utf8),
+        ParameterSpec(ParameterID.MediaItem.mediaType, "MediaItemMediaType", .uint32),
+        ParameterSpec(ParameterID.MediaItem.rating, "MediaItemRating", .uint8),
+        ParameterSpec(ParameterID.MediaItem.playbackDurationInMilliseconds, "MediaItemPlaybackDurationInMilliseconds", .uint32),
+        ParameterSpec(ParameterID.MediaItem.albumPersistentIdentifier, "MediaItemAlbumPersistentIdentifier", .uint64),
+        ParameterSpec(ParameterID.MediaItem.albumTitle, "MediaItemAlbumTitle", .utf8),
+        ParameterSpec(ParameterID.MediaItem.albumTrackNumber, "MediaItemAlbumTrackNumber", .uint16),
+        ParameterSpec(ParameterID.MediaItem.albumTrackCount, "MediaItemAlbumTrackCount", .uint16),
+        ParameterSpec(ParameterID.MediaItem.albumDiscNumber, "MediaItemAlbumDiscNumber", .uint16),
+        ParameterSpec(ParameterID.MediaItem.albumDiscCount, "MediaItemAlbumDiscCount", .uint16),
+        ParameterSpec(ParameterID.MediaItem.artistPersistentIdentifier, "MediaItemArtistPersistentIdentifier", .uint64),
+        ParameterSpec(ParameterID.MediaItem.artist, "MediaItemArtist", .utf8),
+        ParameterSpec(ParameterID.MediaItem.albumArtistPersistentIdentifier, "MediaItemAlbumArtistPersistentIdentifier", .uint64),
+        ParameterSpec(ParameterID.MediaItem.albumArtist, "MediaItemAlbumArtist", .utf8),
+        ParameterSpec(ParameterID.MediaItem.genrePersistentIdentifier, "MediaItemGenrePersistentIdentifier", .uint64),
+        ParameterSpec(ParameterID.MediaItem.genre, "MediaItemGenre", .utf8),
+        ParameterSpec(ParameterID.MediaItem.composerPersistentIdentifier, "MediaItemComposerPersistentIdentifier", .uint64),
+        ParameterSpec(ParameterID.MediaItem.composer, "MediaItemComposer", .utf8),
+        ParameterSpec(ParameterID.MediaItem.isPartOfCompilation, "MediaItemIsPartOfCompilation", .bool),
+        ParameterSpec(ParameterID.MediaItem.isLikeSupported, "MediaItemIsLikeSupported", .bool),
+        ParameterSpec(ParameterID.MediaItem.isBanSupported, "MediaItemIsBanSupported", .bool),
+        ParameterSpec(ParameterID.MediaItem.isLiked, "MediaItemIsLiked", .bool),
+        ParameterSpec(ParameterID.MediaItem.isBanned, "MediaItemIsBanned", .bool),
+        ParameterSpec(ParameterID.MediaItem.isResidentOnDevice, "MediaItemIsResidentOnDevice", .bool),
+        ParameterSpec(ParameterID.MediaItem.artworkFileTransferIdentifier, "MediaItemArtworkFileTransferIdentifier", .uint8),
+        ParameterSpec(ParameterID.MediaItem.chapterCount, "MediaItemChapterCount", .uint16),
         // Dev-kit extension attributes (Docs/Messages.md).
-        ParameterSpec(0x4000, "DevKitReleaseDate", .utf8),
+        ParameterSpec(ParameterID.MediaItem.devKitReleaseDate, "DevKitReleaseDate", .utf8),
     ]
 
     /// Playback attributes (NowPlayingUpdate group 1).
     public static let playbackAttributes: [ParameterSpec] = [
-        ParameterSpec(0, "PlaybackStatus", .enumeration, values: playbackStatusValues),
-        ParameterSpec(1, "PlaybackElapsedTimeInMilliseconds", .uint32),
-        ParameterSpec(2, "PlaybackQueueIndex", .uint32),
-        ParameterSpec(3, "PlaybackQueueCount", .uint32),
-        ParameterSpec(4, "PlaybackQueueChapterIndex", .uint32),
-        ParameterSpec(5, "PlaybackShuffleMode", .enumeration, values: shuffleModeValues),
-        ParameterSpec(6, "PlaybackRepeatMode", .enumeration, values: repeatModeValues),
-        ParameterSpec(7, "PlaybackAppName", .utf8),
-        ParameterSpec(8, "PlaybackMediaLibraryUniqueIdentifier", .utf8),
-        ParameterSpec(9, "PlaybackAppleMusicRadioAd", .none),
-        ParameterSpec(10, "PlaybackAppleMusicRadioStationName", .utf8),
-        ParameterSpec(12, "PlaybackSpeed", .uint16),
-        ParameterSpec(13, "SetElapsedTimeAvailable", .bool),
-        ParameterSpec(14, "PlaybackQueueListAvail", .bool),
-        ParameterSpec(15, "PlaybackQueueListTransferID", .uint8),
-        ParameterSpec(16, "PlaybackAppBundleID", .utf8),
-        ParameterSpec(17, "PlaybackQueueListContentTransfer", .none),
+        ParameterSpec(ParameterID.Playback.status, "PlaybackStatus", .enumeration, values: playbackStatusValues),
+        ParameterSpec(ParameterID.Playback.elapsedTimeInMilliseconds, "PlaybackElapsedTimeInMilliseconds", .uint32),
+        ParameterSpec(ParameterID.Playback.queueIndex, "PlaybackQueueIndex", .uint32),
+        ParameterSpec(ParameterID.Playback.queueCount, "PlaybackQueueCount", .uint32),
+        ParameterSpec(ParameterID.Playback.queueChapterIndex, "PlaybackQueueChapterIndex", .uint32),
+        ParameterSpec(ParameterID.Playback.shuffleMode, "PlaybackShuffleMode", .enumeration, values: shuffleModeValues),
+        ParameterSpec(ParameterID.Playback.repeatMode, "PlaybackRepeatMode", .enumeration, values: repeatModeValues),
+        ParameterSpec(ParameterID.Playback.appName, "PlaybackAppName", .utf8),
+        ParameterSpec(ParameterID.Playback.mediaLibraryUniqueIdentifier, "PlaybackMediaLibraryUniqueIdentifier", .utf8),
+        ParameterSpec(ParameterID.Playback.appleMusicRadioAd, "PlaybackAppleMusicRadioAd", .none),
+        ParameterSpec(ParameterID.Playback.appleMusicRadioStationName, "PlaybackAppleMusicRadioStationName", .utf8),
+        ParameterSpec(ParameterID.Playback.speed, "PlaybackSpeed", .uint16),
+        ParameterSpec(ParameterID.Playback.setElapsedTimeAvailable, "SetElapsedTimeAvailable", .bool),
+        ParameterSpec(ParameterID.Playback.queueListAvail, "PlaybackQueueListAvail", .bool),
+        ParameterSpec(ParameterID.Playback.queueListTransferID, "PlaybackQueueListTransferID", .uint8),
+        ParameterSpec(ParameterID.Playback.appBundleID, "PlaybackAppBundleID", .utf8),
+        ParameterSpec(ParameterID.Playback.queueListContentTransfer, "PlaybackQueueListContentTransfer", .none),
         // Dev-kit extension attributes (Docs/Messages.md): iAP2's status has no
         // "unknown" or "interrupted", and no default rate.
-        ParameterSpec(0x4000, "DevKitPlaybackState", .enumeration, values: [0: "unknown", 1: "playing", 2: "paused", 3: "stopped", 4: "interrupted"]),
-        ParameterSpec(0x4001, "DevKitDefaultPlaybackRate", .uint16),
+        ParameterSpec(ParameterID.Playback.devKitPlaybackState, "DevKitPlaybackState", .enumeration, values: [0: "unknown", 1: "playing", 2: "paused", 3: "stopped", 4: "interrupted"]),
+        ParameterSpec(ParameterID.Playback.devKitDefaultPlaybackRate, "DevKitDefaultPlaybackRate", .uint16),
     ]
 
     static let nowPlayingGroups: [ParameterSpec] = [
-        ParameterSpec(0, "MediaItemAttributes", .group, members: mediaItemAttributes),
-        ParameterSpec(1, "PlaybackAttributes", .group, members: playbackAttributes),
+        ParameterSpec(ParameterID.NowPlayingUpdate.mediaItemAttributes, "MediaItemAttributes", .group, members: mediaItemAttributes),
+        ParameterSpec(ParameterID.NowPlayingUpdate.playbackAttributes, "PlaybackAttributes", .group, members: playbackAttributes),
     ]
 
     static let nowPlaying: [MessageSpec] = [
@@ -235,9 +244,9 @@ public enum MessageCatalog {
         MessageSpec(MessageID.nowPlayingUpdate, "NowPlayingUpdate", nowPlayingGroups),
         MessageSpec(MessageID.stopNowPlayingUpdates, "StopNowPlayingUpdates"),
         MessageSpec(MessageID.setNowPlayingInformation, "SetNowPlayingInformation", [
-            ParameterSpec(0, "ElapsedTime", .uint32),
-            ParameterSpec(1, "PlaybackQueueIndex", .uint32),
-            ParameterSpec(2, "PlaybackQueueListContentTransferStartIndex", .uint32),
+            ParameterSpec(ParameterID.SetNowPlayingInformation.elapsedTime, "ElapsedTime", .uint32),
+            ParameterSpec(ParameterID.SetNowPlayingInformation.playbackQueueIndex, "PlaybackQueueIndex", .uint32),
+            ParameterSpec(ParameterID.SetNowPlayingInformation.playbackQueueListContentTransferStartIndex, "PlaybackQueueListContentTransferStartIndex", .uint32),
         ]),
     ]
 
@@ -299,21 +308,21 @@ public enum MessageCatalog {
 
     static let hid: [MessageSpec] = [
         MessageSpec(MessageID.startHID, "StartHID", [
-            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
-            ParameterSpec(1, "VendorIdentifier", .uint16),
-            ParameterSpec(2, "ProductIdentifier", .uint16),
-            ParameterSpec(3, "LocalizedKeyboardCountryCode", .uint8),
-            ParameterSpec(4, "HIDReportDescriptor", .blob),
+            ParameterSpec(ParameterID.StartHID.hidComponentIdentifier, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(ParameterID.StartHID.vendorIdentifier, "VendorIdentifier", .uint16),
+            ParameterSpec(ParameterID.StartHID.productIdentifier, "ProductIdentifier", .uint16),
+            ParameterSpec(ParameterID.StartHID.localizedKeyboardCountryCode, "LocalizedKeyboardCountryCode", .uint8),
+            ParameterSpec(ParameterID.StartHID.hidReportDescriptor, "HIDReportDescriptor", .blob),
         ]),
         MessageSpec(MessageID.deviceHIDReport, "DeviceHIDReport", [
-            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
-            ParameterSpec(1, "HIDReport", .blob),
+            ParameterSpec(ParameterID.DeviceHIDReport.hidComponentIdentifier, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(ParameterID.DeviceHIDReport.hidReport, "HIDReport", .blob),
         ]),
         MessageSpec(MessageID.accessoryHIDReport, "AccessoryHIDReport", [
-            ParameterSpec(0, "HIDComponentIdentifier", .uint16),
-            ParameterSpec(1, "HIDReport", .blob),
+            ParameterSpec(ParameterID.AccessoryHIDReport.hidComponentIdentifier, "HIDComponentIdentifier", .uint16),
+            ParameterSpec(ParameterID.AccessoryHIDReport.hidReport, "HIDReport", .blob),
         ]),
-        MessageSpec(MessageID.stopHID, "StopHID", [ParameterSpec(0, "HIDComponentIdentifier", .uint16)]),
+        MessageSpec(MessageID.stopHID, "StopHID", [ParameterSpec(ParameterID.StopHID.hidComponentIdentifier, "HIDComponentIdentifier", .uint16)]),
         MessageSpec(0x6806, "StartNativeHID"),
         MessageSpec(0x6807, "HIDComponentUpdate", [
             ParameterSpec(0, "HIDComponentIdentifier", .uint16),
@@ -360,32 +369,32 @@ public enum MessageCatalog {
     public static let extensionRange: ClosedRange<UInt16> = 0xB100...0xB1FF
 
     static let contentItemMembers: [ParameterSpec] = [
-        ParameterSpec(0, "ItemIdentifier", .utf8),
-        ParameterSpec(1, "ItemKind", .enumeration, values: [0: "container", 1: "playable"]),
-        ParameterSpec(2, "Text", .utf8),
-        ParameterSpec(3, "DetailText", .utf8),
-        ParameterSpec(4, "ImageIdentifier", .utf8),
-        ParameterSpec(5, "Accessory", .enumeration, values: [0: "none", 1: "disclosure_indicator", 2: "cloud"]),
-        ParameterSpec(6, "PlayingIndicator", .enumeration, values: [0: "none", 1: "leading", 2: "trailing"]),
-        ParameterSpec(7, "Enabled", .bool),
-        ParameterSpec(8, "AppValue", .blob),
-        ParameterSpec(9, "ImageRow", .group, members: [
-            ParameterSpec(0, "Title", .utf8),
-            ParameterSpec(1, "Image", .group, members: [
-                ParameterSpec(0, "EntryIdentifier", .utf8),
-                ParameterSpec(1, "ImageIdentifier", .utf8),
-                ParameterSpec(2, "Selectable", .bool),
+        ParameterSpec(ParameterID.ContentItem.itemIdentifier, "ItemIdentifier", .utf8),
+        ParameterSpec(ParameterID.ContentItem.itemKind, "ItemKind", .enumeration, values: [0: "container", 1: "playable"]),
+        ParameterSpec(ParameterID.ContentItem.text, "Text", .utf8),
+        ParameterSpec(ParameterID.ContentItem.detailText, "DetailText", .utf8),
+        ParameterSpec(ParameterID.ContentItem.imageIdentifier, "ImageIdentifier", .utf8),
+        ParameterSpec(ParameterID.ContentItem.accessory, "Accessory", .enumeration, values: [0: "none", 1: "disclosure_indicator", 2: "cloud"]),
+        ParameterSpec(ParameterID.ContentItem.playingIndicator, "PlayingIndicator", .enumeration, values: [0: "none", 1: "leading", 2: "trailing"]),
+        ParameterSpec(ParameterID.ContentItem.enabled, "Enabled", .bool),
+        ParameterSpec(ParameterID.ContentItem.appValue, "AppValue", .blob),
+        ParameterSpec(ParameterID.ContentItem.imageRow, "ImageRow", .group, members: [
+            ParameterSpec(ParameterID.ImageRow.title, "Title", .utf8),
+            ParameterSpec(ParameterID.ImageRow.image, "Image", .group, members: [
+                ParameterSpec(ParameterID.ImageRowImage.entryIdentifier, "EntryIdentifier", .utf8),
+                ParameterSpec(ParameterID.ImageRowImage.imageIdentifier, "ImageIdentifier", .utf8),
+                ParameterSpec(ParameterID.ImageRowImage.selectable, "Selectable", .bool),
             ]),
         ]),
-        ParameterSpec(10, "Section", .uint16),
-        ParameterSpec(11, "Badge", .utf8),
+        ParameterSpec(ParameterID.ContentItem.section, "Section", .uint16),
+        ParameterSpec(ParameterID.ContentItem.badge, "Badge", .utf8),
     ]
 
     static let sectionMembers: [ParameterSpec] = [
-        ParameterSpec(0, "SectionIdentifier", .uint16),
-        ParameterSpec(1, "SectionKind", .enumeration, values: [0: "plain", 1: "loading", 2: "play_all", 3: "empty", 4: "load_failed"]),
-        ParameterSpec(2, "Title", .utf8),
-        ParameterSpec(3, "ItemCount", .uint32),
+        ParameterSpec(ParameterID.Section.sectionIdentifier, "SectionIdentifier", .uint16),
+        ParameterSpec(ParameterID.Section.sectionKind, "SectionKind", .enumeration, values: [0: "plain", 1: "loading", 2: "play_all", 3: "empty", 4: "load_failed"]),
+        ParameterSpec(ParameterID.Section.title, "Title", .utf8),
+        ParameterSpec(ParameterID.Section.itemCount, "ItemCount", .uint32),
     ]
 
     public static let commandKinds: [UInt64: String] = [
@@ -401,85 +410,90 @@ public enum MessageCatalog {
 
     static let devKitExtension: [MessageSpec] = [
         MessageSpec(MessageID.browseRequest, "BrowseRequest", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "ContainerIdentifier", .utf8),
-            ParameterSpec(2, "Offset", .uint32),
-            ParameterSpec(3, "Count", .uint16),
+            ParameterSpec(ParameterID.BrowseRequest.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.BrowseRequest.containerIdentifier, "ContainerIdentifier", .utf8),
+            ParameterSpec(ParameterID.BrowseRequest.offset, "Offset", .uint32),
+            ParameterSpec(ParameterID.BrowseRequest.count, "Count", .uint16),
         ]),
         MessageSpec(MessageID.browseResponse, "BrowseResponse", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
-            ParameterSpec(2, "TotalCount", .uint32),
-            ParameterSpec(3, "Offset", .uint32),
-            ParameterSpec(4, "Item", .group, members: contentItemMembers),
-            ParameterSpec(5, "Section", .group, members: sectionMembers),
-            ParameterSpec(6, "ErrorText", .utf8),
+            ParameterSpec(ParameterID.BrowseResponse.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.BrowseResponse.status, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(ParameterID.BrowseResponse.totalCount, "TotalCount", .uint32),
+            ParameterSpec(ParameterID.BrowseResponse.offset, "Offset", .uint32),
+            ParameterSpec(ParameterID.BrowseResponse.item, "Item", .group, members: contentItemMembers),
+            ParameterSpec(ParameterID.BrowseResponse.section, "Section", .group, members: sectionMembers),
+            ParameterSpec(ParameterID.BrowseResponse.errorText, "ErrorText", .utf8),
         ]),
         MessageSpec(MessageID.playItemRequest, "PlayItemRequest", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "ItemIdentifier", .utf8),
-            ParameterSpec(2, "ImageRowEntryIdentifier", .utf8),
+            ParameterSpec(ParameterID.PlayItemRequest.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.PlayItemRequest.itemIdentifier, "ItemIdentifier", .utf8),
+            ParameterSpec(ParameterID.PlayItemRequest.imageRowEntryIdentifier, "ImageRowEntryIdentifier", .utf8),
         ]),
         MessageSpec(MessageID.requestStatus, "RequestStatus", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
-            ParameterSpec(2, "ErrorText", .utf8),
+            ParameterSpec(ParameterID.RequestStatus.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.RequestStatus.status, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(ParameterID.RequestStatus.errorText, "ErrorText", .utf8),
         ]),
         MessageSpec(MessageID.remoteCommand, "RemoteCommand", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "Command", .enumeration, values: commandKinds),
-            ParameterSpec(2, "Milliseconds", .uint32),
-            ParameterSpec(3, "Mode", .uint8),
-            ParameterSpec(4, "Active", .bool),
+            ParameterSpec(ParameterID.RemoteCommand.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.RemoteCommand.command, "Command", .enumeration, values: commandKinds),
+            ParameterSpec(ParameterID.RemoteCommand.milliseconds, "Milliseconds", .uint32),
+            ParameterSpec(ParameterID.RemoteCommand.mode, "Mode", .uint8),
+            ParameterSpec(ParameterID.RemoteCommand.active, "Active", .bool),
         ]),
         MessageSpec(MessageID.advertisedCommands, "AdvertisedCommands", [
-            ParameterSpec(0, "Command", .group, members: [
-                ParameterSpec(0, "Command", .enumeration, values: commandKinds),
-                ParameterSpec(1, "Enabled", .bool),
+            ParameterSpec(ParameterID.AdvertisedCommands.command, "Command", .group, members: [
+                ParameterSpec(ParameterID.AdvertisedCommand.command, "Command", .enumeration, values: commandKinds),
+                ParameterSpec(ParameterID.AdvertisedCommand.enabled, "Enabled", .bool),
             ]),
         ]),
         MessageSpec(MessageID.mediaAppInformation, "MediaAppInformation", [
-            ParameterSpec(0, "AppName", .utf8),
-            ParameterSpec(1, "HasContentTree", .bool),
+            ParameterSpec(ParameterID.MediaAppInformation.appName, "AppName", .utf8),
+            ParameterSpec(ParameterID.MediaAppInformation.hasContentTree, "HasContentTree", .bool),
         ]),
         MessageSpec(MessageID.headUnitLimits, "HeadUnitLimits", [
-            ParameterSpec(0, "MaximumTabs", .uint8),
-            ParameterSpec(1, "MaximumPageSize", .uint16),
-            ParameterSpec(2, "MaximumImageRowImages", .uint8),
-            ParameterSpec(3, "ImageScale", .uint8),
+            ParameterSpec(ParameterID.HeadUnitLimits.maximumTabs, "MaximumTabs", .uint8),
+            ParameterSpec(ParameterID.HeadUnitLimits.maximumPageSize, "MaximumPageSize", .uint16),
+            ParameterSpec(ParameterID.HeadUnitLimits.maximumImageRowImages, "MaximumImageRowImages", .uint8),
+            ParameterSpec(ParameterID.HeadUnitLimits.imageScale, "ImageScale", .uint8),
         ]),
         MessageSpec(MessageID.queueRequest, "QueueRequest", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "Offset", .uint32),
-            ParameterSpec(2, "Count", .uint16),
+            ParameterSpec(ParameterID.QueueRequest.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.QueueRequest.offset, "Offset", .uint32),
+            ParameterSpec(ParameterID.QueueRequest.count, "Count", .uint16),
         ]),
         MessageSpec(MessageID.queueResponse, "QueueResponse", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
-            ParameterSpec(2, "TotalCount", .uint32),
-            ParameterSpec(3, "Offset", .uint32),
-            ParameterSpec(4, "CurrentIndex", .uint32),
-            ParameterSpec(5, "Item", .group, members: contentItemMembers),
-            ParameterSpec(6, "ErrorText", .utf8),
+            ParameterSpec(ParameterID.QueueResponse.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.QueueResponse.status, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(ParameterID.QueueResponse.totalCount, "TotalCount", .uint32),
+            ParameterSpec(ParameterID.QueueResponse.offset, "Offset", .uint32),
+            ParameterSpec(ParameterID.QueueResponse.currentIndex, "CurrentIndex", .uint32),
+            ParameterSpec(ParameterID.QueueResponse.item, "Item", .group, members: contentItemMembers),
+            ParameterSpec(ParameterID.QueueResponse.errorText, "ErrorText", .utf8),
         ]),
         MessageSpec(MessageID.imageRequest, "ImageRequest", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "ImageIdentifier", .utf8),
-            ParameterSpec(2, "Scale", .uint8),
+            ParameterSpec(ParameterID.ImageRequest.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.ImageRequest.imageIdentifier, "ImageIdentifier", .utf8),
+            ParameterSpec(ParameterID.ImageRequest.scale, "Scale", .uint8),
         ]),
         MessageSpec(MessageID.imageResponse, "ImageResponse", [
-            ParameterSpec(0, "RequestIdentifier", .uint32),
-            ParameterSpec(1, "Status", .enumeration, values: requestStatuses),
-            ParameterSpec(2, "FileTransferIdentifier", .uint8),
-            ParameterSpec(3, "ErrorText", .utf8),
+            ParameterSpec(ParameterID.ImageResponse.requestIdentifier, "RequestIdentifier", .uint32),
+            ParameterSpec(ParameterID.ImageResponse.status, "Status", .enumeration, values: requestStatuses),
+            ParameterSpec(ParameterID.ImageResponse.fileTransferIdentifier, "FileTransferIdentifier", .uint8),
+            ParameterSpec(ParameterID.ImageResponse.errorText, "ErrorText", .utf8),
         ]),
     ]
 
     /// The diagnostic ping (0xFE00...0xFEFE even, answered with id + 1).
     static let diagnostics: [MessageSpec] = stride(from: 0xFE00, through: 0xFEFE, by: 2).flatMap { id -> [MessageSpec] in
-        [MessageSpec(UInt16(id), "DiagnosticPing", [ParameterSpec(0, "Sequence", .uint32), ParameterSpec(1, "Padding", .blob)]),
-         MessageSpec(UInt16(id + 1), "DiagnosticPingAnswer", [ParameterSpec(0, "Sequence", .uint32), ParameterSpec(1, "Padding", .blob)])]
+        [MessageSpec(UInt16(id), "DiagnosticPing", diagnosticPingParameters),
+         MessageSpec(UInt16(id + 1), "DiagnosticPingAnswer", diagnosticPingParameters)]
     }
+
+    static let diagnosticPingParameters: [ParameterSpec] = [
+        ParameterSpec(ParameterID.DiagnosticPing.sequence, "Sequence", .uint32),
+        ParameterSpec(ParameterID.DiagnosticPing.padding, "Padding", .blob),
+    ]
 
     // MARK: Communications (ids only)
 

@@ -133,7 +133,8 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// itself stays standard-library only).
 enum CertificateNotes {
     @Sendable static func annotate(_ messageID: UInt16, _ parameter: InterpretedParameter) -> String? {
-        guard messageID == MessageID.authenticationCertificate, parameter.id == 0, case .blob(let bytes) = parameter.value else { return nil }
+        guard messageID == MessageID.authenticationCertificate, parameter.id == ParameterID.AuthenticationCertificate.certificate,
+              case .blob(let bytes) = parameter.value else { return nil }
         do {
             return "certificate: " + DeviceVerifier.summary(try AccessoryCertificate(bytes: bytes), trust: "issuer not checked")
         } catch {

@@ -167,21 +167,28 @@ import IAPWire
             do { try body(); return nil } catch { return error as? WireError }
         }
         var start = remote.startHID
-        start.parameters.removeAll { $0.id == 4 }
+        start.parameters.removeAll { $0.id == ParameterID.StartHID.hidReportDescriptor }
         let noDescriptor = failure { _ = try StartHIDMessage(start) }
         #expect(noDescriptor?.detail == "StartHID is missing HIDReportDescriptor (parameter 4)")
 
         start = remote.startHID
-        start.parameters[1] = Parameter(id: 1, data: [0x12])
+        start.parameters[1] = Parameter(id: ParameterID.StartHID.vendorIdentifier, data: [0x12])
         let shortVendor = failure { _ = try StartHIDMessage(start) }
         #expect(shortVendor?.kind == .badLength)
         #expect(shortVendor?.detail.contains("VendorIdentifier (parameter 1) has 1 bytes") == true)
 
-        let noComponent = failure { _ = try AccessoryHIDReportMessage(ControlMessage(id: 0x6802, parameters: [.blob(1, [0, 0])])) }
+        let noComponent = failure {
+            _ = try AccessoryHIDReportMessage(ControlMessage(id: MessageID.accessoryHIDReport, parameters: [.blob(ParameterID.AccessoryHIDReport.hidReport, [0, 0])]))
+        }
         #expect(noComponent?.detail == "AccessoryHIDReport is missing HIDComponentIdentifier (parameter 0)")
-        let noReport = failure { _ = try AccessoryHIDReportMessage(ControlMessage(id: 0x6802, parameters: [.uint16(0, 3)])) }
+        let noReport = failure {
+            _ = try AccessoryHIDReportMessage(ControlMessage(id: MessageID.accessoryHIDReport,
+                                                             parameters: [.uint16(ParameterID.AccessoryHIDReport.hidComponentIdentifier, 3)]))
+        }
         #expect(noReport?.detail == "AccessoryHIDReport is missing HIDReport (parameter 1)")
-        let stopWithByte = failure { _ = try StopHIDMessage(ControlMessage(id: 0x6803, parameters: [.uint8(0, 3)])) }
+        let stopWithByte = failure {
+            _ = try StopHIDMessage(ControlMessage(id: MessageID.stopHID, parameters: [.uint8(ParameterID.StopHID.hidComponentIdentifier, 3)]))
+        }
         #expect(stopWithByte?.kind == .badLength)
 
         let wrongMessage = failure { _ = try StopHIDMessage(remote.startHID) }
@@ -278,7 +285,7 @@ import IAPWire
         #expect(!phone.componentIdentifiers.contains(4))
 
         var noVendor = remote.startHID
-        noVendor.parameters.removeAll { $0.id == 1 }
+        noVendor.parameters.removeAll { $0.id == ParameterID.StartHID.vendorIdentifier }
         #expect(problem(phone.receive(noVendor)) == "StartHID is missing VendorIdentifier (parameter 1)")
     }
 

@@ -49,24 +49,29 @@ import IAPWire
     }
 
     @Test func missingAndMalformedParametersAreEachNamed() throws {
+        typealias Information = ParameterID.IdentificationInformation
         var message = AccessoryIdentity.devKitHeadUnit.message
-        message.parameters.removeAll { $0.id == 2 || $0.id == 13 }          // manufacturer, languages
-        message.parameters = message.parameters.map { $0.id == 9 ? Parameter(id: 9, data: [1]) : $0 }  // current: 1 byte
-        message.parameters = message.parameters.map { $0.id == 0 ? Parameter(id: 0, data: Array("no nul".utf8)) : $0 }
+        message.parameters.removeAll { $0.id == Information.manufacturer || $0.id == Information.supportedLanguage }
+        message.parameters = message.parameters.map {  // current: 1 byte
+            $0.id == Information.maximumCurrentDrawnFromDevice ? Parameter(id: Information.maximumCurrentDrawnFromDevice, data: [1]) : $0
+        }
+        message.parameters = message.parameters.map { $0.id == Information.name ? Parameter(id: Information.name, data: Array("no nul".utf8)) : $0 }
         guard case .failure(let problems) = AccessoryIdentity.validate(message) else {
             Issue.record("a broken identification was accepted")
             return
         }
-        let named = Set(problems.problems.map(\.parameter))
-        #expect(named == [0, 2, 9, 13])
+        let expected: Set<UInt16> = [Information.name, Information.manufacturer, Information.maximumCurrentDrawnFromDevice, Information.supportedLanguage]
+        #expect(Set(problems.problems.map(\.parameter)) == expected)
         #expect(problems.description.contains("Manufacturer (2) missing"))
         #expect(problems.description.contains("MaximumCurrentDrawnFromDevice (9) malformed"))
         #expect(problems.rejection.id == 0x1D03)
-        #expect(Set(problems.rejection.parameters.map(\.id)) == [0, 2, 9, 13])
+        #expect(Set(problems.rejection.parameters.map(\.id)) == expected)
         #expect(problems.rejection.parameters.allSatisfy { $0.data.isEmpty })
         // Without any transport component the rejection says so.
         var bare = AccessoryIdentity.devKitHeadUnit.message
-        bare.parameters.removeAll { (14...17).contains($0.id) }
+        let transports = [Information.serialTransportComponent, Information.usbDeviceTransportComponent, Information.usbHostTransportComponent,
+                          Information.bluetoothTransportComponent]
+        bare.parameters.removeAll { transports.contains($0.id) }
         guard case .failure(let noTransport) = AccessoryIdentity.validate(bare) else {
             Issue.record("identification without a transport component was accepted")
             return
@@ -78,7 +83,7 @@ import IAPWire
         var phone = PhoneIdentificationRole()
         _ = phone.linkUp()
         var message = AccessoryIdentity.devKitHeadUnit.message
-        message.parameters.removeAll { $0.id == 3 }
+        message.parameters.removeAll { $0.id == ParameterID.IdentificationInformation.serialNumber }
         let outputs = phone.received(message)
         guard case .send(let rejection)? = outputs.first else {
             Issue.record("no rejection sent")

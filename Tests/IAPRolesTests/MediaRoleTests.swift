@@ -462,7 +462,9 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(model.info.title == nil && model.info.durationMilliseconds == nil)
         // A playback-only update keeps the item.
         model.apply(NowPlayingUpdate(full: NowPlayingInfo(title: "New", state: .playing)), at: at(2))
-        let playbackOnly = ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [try .group(1, [.uint8(0, 2)])])
+        let playbackOnly = ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [
+            try .group(ParameterID.NowPlayingUpdate.playbackAttributes, [.uint8(ParameterID.Playback.status, 2)]),
+        ])
         guard case .nowPlayingUpdate(let paused)? = try MediaMessage(playbackOnly) else {
             Issue.record("the playback-only update did not decode as one")
             return

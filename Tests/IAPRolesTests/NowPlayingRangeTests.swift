@@ -10,8 +10,8 @@ import IAPWire
     /// A NowPlayingUpdate built parameter by parameter, as a hostile phone may send it.
     static func update(media: [Parameter]? = nil, playback: [Parameter]) throws -> NowPlayingUpdate {
         var groups: [Parameter] = []
-        if let media { groups.append(try .group(0, media)) }
-        groups.append(try .group(1, playback))
+        if let media { groups.append(try .group(ParameterID.NowPlayingUpdate.mediaItemAttributes, media)) }
+        groups.append(try .group(ParameterID.NowPlayingUpdate.playbackAttributes, playback))
         let message = ControlMessage(id: MessageID.nowPlayingUpdate, parameters: groups)
         let decoded = try #require(try MediaMessage(try ControlMessage(decoding: message.encoded())))
         guard case .nowPlayingUpdate(let update) = decoded else {
@@ -39,31 +39,31 @@ import IAPWire
 
     @Test func playbackStatusOutOfRangeIsUnknownNotStopped() throws {
         var headUnit = Self.headUnit()
-        let outputs = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(0, 9)])), now: at(1000))
+        let outputs = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.status, 9)])), now: at(1000))
         #expect(headUnit.nowPlaying.info.state == .unknown)
         #expect(headUnit.nowPlaying.outOfRange == [OutOfRangeValue(.playbackStatus, value: 9)])
         let text = Self.text(headUnit, outputs, now: at(1000))
         #expect(!text.contains("stopped"), "\(text)")
         #expect(text.contains("playback status 9 out of range"), "\(text)")
         // The extended state does not override an out-of-range status.
-        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(0, 200), .uint8(0x4000, 3)])), now: at(1100))
+        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.status, 200), .uint8(ParameterID.Playback.devKitPlaybackState, 3)])), now: at(1100))
         #expect(headUnit.nowPlaying.info.state == .unknown)
         // A valid status clears the report.
-        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(0, 2)])), now: at(1200))
+        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.status, 2)])), now: at(1200))
         #expect(headUnit.nowPlaying.info.state == .paused)
         #expect(headUnit.nowPlaying.outOfRange.isEmpty)
     }
 
     @Test func extendedStateOutOfRangeIsReportedAndNotApplied() throws {
         var headUnit = Self.headUnit()
-        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(0, 1), .uint8(0x4000, 42)])), now: at(1000))
+        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.status, 1), .uint8(ParameterID.Playback.devKitPlaybackState, 42)])), now: at(1000))
         #expect(headUnit.nowPlaying.info.state == .playing)
         #expect(headUnit.nowPlaying.outOfRange == [OutOfRangeValue(.playbackState, value: 42)])
     }
 
     @Test func modesOutOfRangeAreReportedNotShownAsOff() throws {
         var headUnit = Self.headUnit()
-        let outputs = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(5, 7), .uint8(6, 5)])), now: at(1000))
+        let outputs = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.shuffleMode, 7), .uint8(ParameterID.Playback.repeatMode, 5)])), now: at(1000))
         #expect(headUnit.nowPlaying.outOfRange == [OutOfRangeValue(.shuffleMode, value: 7), OutOfRangeValue(.repeatMode, value: 5)])
         // Not stored as off.
         #expect(headUnit.nowPlaying.info.shuffleMode == .items)
@@ -71,14 +71,14 @@ import IAPWire
         let text = Self.text(headUnit, outputs, now: at(1000))
         #expect(text.contains("shuffle ?") && text.contains("repeat ?"), "\(text)")
         #expect(text.contains("shuffle mode 7 out of range") && text.contains("repeat mode 5 out of range"), "\(text)")
-        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(5, 0)])), now: at(1100))
+        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.shuffleMode, 0)])), now: at(1100))
         #expect(headUnit.nowPlaying.info.shuffleMode == .off)
         #expect(headUnit.nowPlaying.outOfRange == [OutOfRangeValue(.repeatMode, value: 5)])
     }
 
     @Test func elapsedTimeOutOfRangeIsNeverShown() throws {
         var headUnit = Self.headUnit()
-        let outputs = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(0, 0), .uint32(1, 0xFFFF_FFFF)])), now: at(2000))
+        let outputs = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint8(ParameterID.Playback.status, 0), .uint32(ParameterID.Playback.elapsedTimeInMilliseconds, 0xFFFF_FFFF)])), now: at(2000))
         #expect(!headUnit.nowPlaying.elapsedIsValid)
         #expect(headUnit.nowPlaying.outOfRange.map(\.attribute) == [.elapsedTime])
         #expect(headUnit.nowPlaying.outOfRange.first?.value == 0xFFFF_FFFF)
@@ -88,16 +88,16 @@ import IAPWire
         #expect(!text.contains("4294967 s") && !text.contains("71582:47"), "\(text)")
         #expect(text.contains("elapsed time 4294967295 ms out of range"), "\(text)")
         // Past the duration is out of range too; a valid position clears it.
-        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint32(1, 300_001)])), now: at(2100))
+        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint32(ParameterID.Playback.elapsedTimeInMilliseconds, 300_001)])), now: at(2100))
         #expect(!headUnit.nowPlaying.elapsedIsValid)
-        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint32(1, 300_000)])), now: at(2200))
+        _ = headUnit.receive(.nowPlayingUpdate(try Self.update(playback: [.uint32(ParameterID.Playback.elapsedTimeInMilliseconds, 300_000)])), now: at(2200))
         #expect(headUnit.nowPlaying.elapsedIsValid)
         #expect(headUnit.nowPlaying.elapsed(at: at(2200)) == 300_000)
         // Without a duration, a wrapped negative value is out of range.
         var model = NowPlayingModel()
-        model.apply(try Self.update(media: [.string(1, "Live")], playback: [.uint32(1, 0x8000_0000)]), at: t0)
+        model.apply(try Self.update(media: [.string(ParameterID.MediaItem.title, "Live")], playback: [.uint32(ParameterID.Playback.elapsedTimeInMilliseconds, 0x8000_0000)]), at: t0)
         #expect(!model.elapsedIsValid)
-        model.apply(try Self.update(media: [.string(1, "Live")], playback: [.uint32(1, 0x7FFF_FFFF)]), at: t0)
+        model.apply(try Self.update(media: [.string(ParameterID.MediaItem.title, "Live")], playback: [.uint32(ParameterID.Playback.elapsedTimeInMilliseconds, 0x7FFF_FFFF)]), at: t0)
         #expect(model.elapsedIsValid)
     }
 
@@ -106,7 +106,7 @@ import IAPWire
     @Test func anUpdateWithoutModesKeepsTheStoredModes() throws {
         var model = NowPlayingModel()
         model.apply(NowPlayingUpdate(full: NowPlayingInfo(title: "T", state: .playing, repeatMode: .one, shuffleMode: .collections)), at: t0)
-        model.apply(try Self.update(playback: [.uint8(0, 2), .uint32(1, 5000)]), at: at(1))
+        model.apply(try Self.update(playback: [.uint8(ParameterID.Playback.status, 2), .uint32(ParameterID.Playback.elapsedTimeInMilliseconds, 5000)]), at: at(1))
         #expect(model.info.shuffleMode == .collections)
         #expect(model.info.repeatMode == .one)
         #expect(model.info.state == .paused)

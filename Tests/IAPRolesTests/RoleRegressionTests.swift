@@ -9,7 +9,8 @@ import IAPWire
     /// MessagesSentByAccessory (6), MessagesReceivedFromDevice (7),
     /// PowerProvidingCapability (8), MaximumCurrentDrawnFromDevice (9): each
     /// is required; an identification without it is refused and names it.
-    @Test(arguments: [UInt16(6), 7, 8, 9])
+    @Test(arguments: [ParameterID.IdentificationInformation.messagesSentByAccessory, ParameterID.IdentificationInformation.messagesReceivedFromDevice,
+                      ParameterID.IdentificationInformation.powerProvidingCapability, ParameterID.IdentificationInformation.maximumCurrentDrawnFromDevice])
     func missingParameterIsRefusedAndNamed(_ id: UInt16) throws {
         var message = AccessoryIdentity.devKitHeadUnit.message
         #expect(message.parameter(id) != nil, "the fixture identity lacks parameter \(id)")
