@@ -4,7 +4,7 @@ driven by Selenium through chromium-driver).
 
 A phone (`iapctl phone`) and a head unit with its screen (`iapctl head-unit
 --ui`) run as two programs over TCP on this machine; the browser opens the
-page, sees the tabs, opens an album, plays a track, sees the now-playing
+page, sees the tabs and the album covers, opens an album, plays a track, sees the now-playing
 title and the progress move, changes shuffle and sees the value change, then
 the phone is unplugged (its program ends, closing the transport) and the page
 shows the head unit disconnected. A screenshot of each step is kept in the
@@ -64,12 +64,13 @@ def step(name, condition, timeout=15):
     last_error = None
     while time.time() < deadline:
         try:
-            if condition():
-                browser.save_screenshot(os.path.join(artifacts, f"{step_number:02d}-{name.replace(' ', '-')}.png"))
-                print(f"ok   {name}")
-                return
+            done = condition()
         except Exception as error:  # a redraw between find and read: try again
-            last_error = error
+            done, last_error = False, error
+        if done:
+            browser.save_screenshot(os.path.join(artifacts, f"{step_number:02d}-{name.replace(' ', '-')}.png"))
+            print(f"ok   {name}", flush=True)
+            return
         time.sleep(0.2)
     shot = os.path.join(artifacts, f"{step_number:02d}-FAILED-{name.replace(' ', '-')}.png")
     browser.save_screenshot(shot)
@@ -100,6 +101,8 @@ step("the screen answers", lambda: browser.get(f"http://127.0.0.1:{screen_port}/
 step("the head unit is identified", lambda: text("state").startswith("identified as"), timeout=30)
 step("the tabs are shown", lambda: text("tab-0") == "Library" and "Podcasts" in text("tab-3"))
 step("the library opens", lambda: click("tab-0") and "Kind of Blue" in text("row-album:kind-of-blue"))
+step("the album covers show", lambda: browser.execute_script(
+    "return [...document.querySelectorAll('.tile img')].filter((image) => image.complete && image.naturalWidth > 0).length") == 3)
 step("an album opens", lambda: click("row-album:kind-of-blue") and text("title") == "Kind of Blue" and "Blue in Green" in text("row-kind-of-blue:3"))
 step("a track plays", lambda: click("row-kind-of-blue:3") and text("status").startswith("play kind-of-blue:3: success"))
 step("now playing shows the title", lambda: click("tab-now-playing") and text("np-title") == "Blue in Green" and text("np-artist") == "Miles Davis")
