@@ -1,6 +1,6 @@
 // swift-tools-version:5.4
 // Fuzz entry points for the wire and trace decoders, the link end and the
-// session roles above it; see ../Docs/Fuzzing.md
+// session above it (two connection cores); see ../Docs/Fuzzing.md
 // and ../scripts/fuzz.sh.
 //
 // Each executable defines LLVMFuzzerTestOneInput and takes main() from
@@ -41,6 +41,7 @@ let package = Package(
                 .product(name: "IAPWire", package: "iap-devkit"),
                 .product(name: "IAPLink", package: "iap-devkit"),
                 .product(name: "IAPRoles", package: "iap-devkit"),
+                .product(name: "IAPSession", package: "iap-devkit"),
             ]
         ),
         .executableTarget(

@@ -258,19 +258,51 @@ link_end_scripts = {
 for name, data in link_end_scripts.items():
     write("FuzzLinkEnd", "gen-" + name, data)
 
-# Scripts for FuzzSession: link up, identification, browsing, a command and
-# the app's answers, all exchanged intact; and the same with faults.
+# Scripts for FuzzSession (Docs/Fuzzing.md has the format): two setup bytes,
+# then operations, 0x80 on one naming the head unit's side. A whole
+# authenticated conversation (authentication, identification, browsing,
+# playing, now playing) step by step, each message delivered and each edge
+# request answered by its own operation so that mutations can fault any of
+# them; the same exchanged at once; and one with faults (a garbage
+# certificate, identification after the failure, a verifier that never
+# answers, duplicated, split, cut and changed messages, late and missing
+# answers from the app, a message left unfinished, one link end down).
+PHONE, HEAD = 0x00, 0x80
+RAW, MESSAGE, USER, APP_ANSWER, EDGE, LINK_UP, LINK_DOWN, TIME, APP, EXCHANGE = 4, 7, 8, 10, 11, 12, 13, 14, 16, 18
+def deliver(side, *fault):
+    return [side] + (list(fault) or [0])
+def deliveries(side, count):
+    return deliver(side) * count
+conversation = ([0x02, 0x00, LINK_UP, 0x00]
+                + deliver(HEAD) + [EDGE | HEAD, 0] + deliver(PHONE) + [EDGE, 0]
+                + deliver(HEAD) + [EDGE | HEAD, 0] + deliver(PHONE) + [EDGE, 0]
+                + deliveries(HEAD, 2) + deliver(PHONE) + deliveries(HEAD, 3) + deliveries(PHONE, 4) + [APP_ANSWER, 0, 0]
+                + deliveries(HEAD, 2) + [USER, 1, 1] + deliver(PHONE) + [APP_ANSWER, 0, 0] + deliver(HEAD)
+                + [USER, 4, 0x0A] + deliver(PHONE) + [APP_ANSWER, 0, 0] + deliveries(HEAD, 2)
+                + [TIME, 3, APP, 0, 4, 0, 0, 0] + deliver(HEAD))
+faults = ([0x00, 0x00, LINK_UP, 0x00]
+          + deliver(HEAD) + [EDGE | HEAD, 5, 4, 0x61, 0x62, 0x63, 0x64] + deliver(PHONE) + [EDGE, 0] + deliver(HEAD)
+          + [MESSAGE, 4, TIME, 6, LINK_DOWN, 0, LINK_UP, 0]
+          + deliver(HEAD) + [EDGE | HEAD, 0] + deliver(PHONE) + [EDGE, 7, TIME, 5, TIME, 3]
+          + [LINK_DOWN, 0, LINK_UP, 0, EXCHANGE]
+          + [USER, 5, 3, 0, 0, 0] + deliver(PHONE, 2) + [USER, 1, 4] + deliver(PHONE, 4, 5) + [APP_ANSWER, 0x60, 0, 2]
+          + [USER, 4, 0x0A] + deliver(PHONE) + [APP_ANSWER, 0xC0, 0, TIME, 4]
+          + deliver(HEAD, 5, 3) + deliver(HEAD, 3, 2, 0x10) + deliver(HEAD, 4, 7) + [TIME, 5]
+          + [RAW | HEAD, 0, 0, 6, 0x40, 0x40, 0x00, 0x10, 0xB1, 0x01, TIME, 5, TIME, 3]
+          + [LINK_DOWN, 2, TIME, 3, EXCHANGE])
 session_scripts = {
-    "conversation": bytes([0x0A, 0x0E, 0x09, 0x00, 0x00, 0x0E, 0x07, 0x01, 0x00, 0x0E, 0x09, 0x00, 0x00, 0x0E, 0x07, 0x05, 0x03,
-                           0x0E, 0x07, 0x07, 0x01, 0x0E, 0x09, 0x00, 0x00, 0x0E, 0x0B, 0x03, 0x0E, 0x06, 0x00, 0x05, 0x01, 0x10,
-                           0x05, 0x0E, 0x1A, 0x0A, 0x0E, 0x07, 0x04, 0x02, 0x0B, 0x05, 0x0E]),
-    "faults": bytes([0x0A, 0x00, 0x00, 0x80, 0x00, 0x00, 0x03, 0x05, 0x01, 0x80, 0x02, 0x00, 0x04, 0x01, 0x00, 0x80, 0x05, 0x07,
-                     0x0E, 0x85, 0x02, 0x01, 0x02]),
+    "conversation": conversation,
+    "conversation-exchanged": [0x02, 0x00, LINK_UP, 0x00, EXCHANGE, USER, 1, 1, EXCHANGE, USER, 4, 0x0A, EXCHANGE,
+                               TIME, 3, EXCHANGE, APP, 0, 4, 0, 0, 0, EXCHANGE],
+    "faults": faults,
 }
 for name, data in session_scripts.items():
-    write("FuzzSession", "gen-" + name, data)
+    write("FuzzSession", "gen-" + name, bytes(data))
+# Each generated message as raw bytes on the control session of the end that receives it.
 for name, data in generated_messages.items():
-    write("FuzzSession", "gen-message-" + name, bytes([0x0A, 0x0E, 0x04, len(data) % 64]) + data[:63] + bytes([0x0E]))
+    side = HEAD if name in ("now-playing", "two-messages") else PHONE
+    write("FuzzSession", "gen-message-" + name,
+          bytes([0x02, 0x00, LINK_UP, 0x00, EXCHANGE, RAW | side, 0, 0, min(len(data), 63)]) + data[:63])
 
 # A dictionary of the formats' magic numbers.
 with open(os.path.join(corpus, "iap.dict"), "w") as f:

@@ -551,7 +551,12 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         }
     }
 
-    static func hundredths(_ rate: Double) -> UInt16 { UInt16(clamping: Int((max(0, rate) * 100).rounded())) }
+    /// The rate in hundredths, clamped to the field: the app's rate can be
+    /// anything (negative and NaN are 0).
+    static func hundredths(_ rate: Double) -> UInt16 {
+        guard rate > 0 else { return 0 }
+        return UInt16(min(rate * 100, Double(UInt16.max)).rounded())
+    }
 }
 
 /// A now-playing value outside the range its attribute allows: reported,

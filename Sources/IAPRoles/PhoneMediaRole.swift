@@ -124,6 +124,9 @@ public struct PhoneMediaRole: Sendable {
         if info.state != .playing { info.playbackRate = 0 }
         // The head unit shows the app's name whatever is playing.
         if info.appName == nil { info.appName = appName }
+        for text in [\NowPlayingInfo.title, \.artist, \.albumTitle, \.genre, \.releaseDate, \.appName] {
+            info[keyPath: text] = info[keyPath: text].map(Self.cut)
+        }
         nowPlaying = info
         nowPlayingAt = now
         guard var current = connection, current.subscribed else { return [] }
@@ -269,7 +272,11 @@ public struct PhoneMediaRole: Sendable {
                 return [.send(.browseResponse(BrowseResponse(requestID: id, status: .exceedsLimits,
                                                               error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.maximumTabs)")))]
             }
-            return [.send(.browseResponse(BrowseResponse(requestID: id, status: .success, totalCount: UInt32(total), offset: 0, items: items, sections: sections)))]
+            var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: 0, items: items, sections: sections)
+            if (try? MediaMessage.browseResponse(response).controlMessage.encoded()) == nil {
+                response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the tabs do not fit in one message")
+            }
+            return [.send(.browseResponse(response))]
         case (.children(_, let offset, let count), .page(let items, let sections, let total)):
             if let row = items.compactMap(\.imageRow).first(where: { $0.entries.count > current.limits.maximumImageRowImages }) {
                 return [.send(.browseResponse(BrowseResponse(requestID: id, status: .exceedsLimits,
@@ -327,11 +334,16 @@ public struct PhoneMediaRole: Sendable {
         }
     }
 
-    /// Longest error text an answer carries: the app's own can be anything.
-    static let maximumErrorLength = 1024
+    /// Longest text (an error, a title) a message carries: the app's own can
+    /// be anything, and a message holds 64 KiB.
+    static let maximumTextLength = 1024
+
+    static func cut(_ text: String) -> String {
+        text.utf8.count <= maximumTextLength ? text : String(decoding: text.utf8.prefix(maximumTextLength), as: UTF8.self)
+    }
 
     private func answerFailure(_ request: LoadRequest, requestID id: UInt32, status: RequestStatus, error: String) -> Output {
-        let error = error.utf8.count <= Self.maximumErrorLength ? error : String(decoding: error.utf8.prefix(Self.maximumErrorLength), as: UTF8.self)
+        let error = Self.cut(error)
         return switch request {
         case .tabs, .children: .send(.browseResponse(BrowseResponse(requestID: id, status: status, error: error)))
         case .play: .send(.requestStatus(requestID: id, status, error: error))

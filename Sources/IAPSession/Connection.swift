@@ -322,9 +322,15 @@ public struct Connection: Sendable {
                 emit(.problem("the accessory sent \(name) before authentication finished; ignored"))
                 return
             }
+            if case .failed = stage {
+                emit(.problem("the accessory sent \(name) after the session failed; ignored"))
+                return
+            }
             if MessageID.identification.contains(message.id) || !phone.isConnected {
                 // A rejected identification may be corrected: each attempt gets a full step.
-                if message.id == MessageID.identificationInformation { identificationDeadline = now + configuration.stepTimeout }
+                if message.id == MessageID.identificationInformation, case .identifying = stage {
+                    identificationDeadline = now + configuration.stepTimeout
+                }
                 for output in phoneIdentification.received(message) { roleOutput(output) }
                 if case .identified(let identity) = phoneIdentification.state, !phone.isConnected {
                     identificationDeadline = nil

@@ -4,9 +4,12 @@
 /// Stops the run with a message libFuzzer shows next to the crash input.
 public func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
                     file: StaticString = #fileID, line: UInt = #line) {
-    if !condition() {
-        fatalError("FUZZ INVARIANT BROKEN: \(message())", file: file, line: line)
-    }
+    if !condition() { broken(message(), file: file, line: line) }
+}
+
+/// Stops the run as `require` does, where no condition is left to test.
+public func broken(_ message: String, file: StaticString = #fileID, line: UInt = #line) -> Never {
+    fatalError("FUZZ INVARIANT BROKEN: \(message)", file: file, line: line)
 }
 
 /// A small deterministic generator (SplitMix64), seeded from the input so a
