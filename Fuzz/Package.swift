@@ -42,6 +42,7 @@ let package = Package(
                 .product(name: "IAPLink", package: "iap-devkit"),
                 .product(name: "IAPRoles", package: "iap-devkit"),
                 .product(name: "IAPSession", package: "iap-devkit"),
+                .product(name: "IAPDemo", package: "iap-devkit"),
             ]
         ),
         .executableTarget(

@@ -9,6 +9,7 @@
 // actions, the phone app's answers and what it plays, and time, with ticks
 // at the cores' deadlines. See Docs/Fuzzing.md for the invariants.
 import FuzzSupport
+import IAPDemo
 import IAPLink
 import IAPRoles
 import IAPSession
