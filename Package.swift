@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Wire codecs: iAP2 link packets, control-session messages, iAP1 frames.
@@ -39,8 +40,12 @@ let package = Package(
         .target(name: "IAPLink", dependencies: ["IAPWire"]),
         // Byte transports (in-memory loopback with seeded faults, TCP, serial)
         // and the driver that runs a link end over one in real time. The edge:
-        // threads, sockets and clocks live here and nowhere below.
-        .target(name: "IAPTransport", dependencies: ["IAPLink", "IAPWire"]),
+        // threads, sockets and clocks live here and nowhere below. What C calls
+        // report becomes a TransportError through swift-system's Errno.
+        .target(
+            name: "IAPTransport",
+            dependencies: ["IAPLink", "IAPWire", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // What runs over the link: the control channel (message reassembly,
         // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
         .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
@@ -63,7 +68,7 @@ let package = Package(
         .systemLibrary(name: "CLibUDev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         // The udev edge: USB devices enumerated and watched (add/remove) on
         // a thread of their own, fed to the supervisor.
-        .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport"]),
+        .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport", .product(name: "SystemPackage", package: "swift-system")]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles", "IAPSession", "IAPAuthentication"]),
@@ -79,6 +84,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The library app developers build on: a head unit and a phone that
@@ -97,6 +103,7 @@ let package = Package(
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
                 "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),

@@ -6,7 +6,6 @@ import IAPRoles
 import IAPSession
 import IAPTransport
 import IAPWire
-import Synchronization
 
 /// Which end of the link a command runs, and with what on top.
 public enum EndKind: String, Sendable {
@@ -76,11 +75,12 @@ public final class MediaEndpoint: @unchecked Sendable {
     // Touched only from `run`.
     public private(set) var connection: Connection
     public private(set) var everUp = false
-    /// Why the link last went down or the transport closed, nil while it has not.
+    /// Why the link last went down or the transport closed, in words for
+    /// logs; nil while it has not.
     public private(set) var endReason: String?
-    private let transportEnd = Mutex<String?>(nil)
-    /// Why the transport closed, readable from any task; nil while it is open.
-    public var transportClosedReason: String? { transportEnd.withLock { $0 } }
+    /// Why the transport closed, with its kind (refused, not found, …),
+    /// readable from any task; nil while it is open.
+    public var transportError: TransportError? { driver.transportError }
     /// The phone's app (the sample app unless another was given).
     public let app: any MediaApp
     private var shell: HeadUnitShell?
@@ -229,7 +229,6 @@ public final class MediaEndpoint: @unchecked Sendable {
             await perform(connection.received(session: session, bytes, now: now))
             driver.consumed(bytes.count)
         case .transportClosed(let reason):
-            transportEnd.withLock { $0 = reason }
             log("transport closed: \(reason)")
             endReason = endReason ?? "transport closed: \(reason)"
             await perform(connection.linkDown(now: now))

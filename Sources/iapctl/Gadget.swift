@@ -5,6 +5,7 @@ import Glibc
 import IAPEndpoint
 import IAPLink
 import IAPTransport
+import SystemPackage
 
 struct Gadget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -111,11 +112,11 @@ struct Gadget: AsyncParsableCommand {
         }
         let path = gadget + "/UDC"
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno))) (run scripts/gadget-setup.sh as root first)") }
+        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
         defer { close(fd) }
         let line = name + "\n"
         let written = line.withCString { write(fd, $0, strlen($0)) }
-        guard written > 0 else { throw ValidationError("binding to \(name) failed: \(String(cString: strerror(errno)))") }
+        guard written > 0 else { throw ValidationError("binding to \(name) failed: \(Errno(rawValue: errno).description)") }
         logger("gadget", "bound to UDC \(name)")
     }
 }
