@@ -13,7 +13,7 @@ public enum TCPTransport {
     public static func connect(host: String, port: UInt16, writeStallLimit: Duration = .seconds(10)) -> Transport {
         let name = TransportSpec.tcp(host: host, port: port).description
         return DescriptorTransport(name: name, writeStallLimit: writeStallLimit) { () throws(TransportError) -> Int32 in
-            try withAddresses(host: host, port: port, passive: false, failure: "\(name): cannot connect") { address in
+            try withAddresses(host: host, port: port, passive: false, name: name, failure: "cannot connect") { address in
                 let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
                 if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
@@ -50,7 +50,7 @@ public enum TCPTransport {
 
     /// A socket bound to `host:port` and listening.
     private static func bindListening(host: String, port: UInt16, backlog: Int32, name: String) throws(TransportError) -> Int32 {
-        try withAddresses(host: host, port: port, passive: true, failure: "\(name): cannot listen") { address in
+        try withAddresses(host: host, port: port, passive: true, name: name, failure: "cannot listen") { address in
             let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
             var yes: Int32 = 1
@@ -79,8 +79,8 @@ public enum TCPTransport {
 
     /// Tries `body` on each address `host` resolves to, until one gives a
     /// descriptor; when none does, the last address's error number is the
-    /// reason `failure` reports.
-    private static func withAddresses(host: String, port: UInt16, passive: Bool, failure: String,
+    /// reason `failure` reports. Errors begin with the transport's `name`.
+    private static func withAddresses(host: String, port: UInt16, passive: Bool, name: String, failure: String,
                                       _ body: (UnsafeMutablePointer<addrinfo>) -> Result<Int32, Errno>) throws(TransportError) -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -89,7 +89,7 @@ public enum TCPTransport {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else {
-            throw TransportError(resolving: host, status: status, errno: errno)
+            throw TransportError("\(name): cannot resolve \(host)", addressInfoStatus: status, errno: errno)
         }
         defer { freeaddrinfo(first) }
         var lastError = Errno.addressNotAvailable
@@ -101,7 +101,7 @@ public enum TCPTransport {
             }
             current = address.pointee.ai_next
         }
-        throw TransportError(failure, errno: lastError.rawValue)
+        throw TransportError("\(name): \(failure)", errno: lastError.rawValue)
     }
 
     private static func setNoDelay(_ fd: Int32) {

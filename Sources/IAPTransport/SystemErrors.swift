@@ -46,10 +46,11 @@ extension TransportError {
         self.init(Kind(errno: code), "\(what): \(Errno(rawValue: code).description)\(hint)")
     }
 
-    /// `getaddrinfo` could not resolve `host`.
-    init(resolving host: String, status: Int32, errno code: Int32) {
+    /// `what` (resolving a host name) failed with a `getaddrinfo` status:
+    /// its words follow (the error number's, for EAI_SYSTEM).
+    init(_ what: String, addressInfoStatus status: Int32, errno code: Int32) {
         let words = status == EAI_SYSTEM ? Errno(rawValue: code).description : String(cString: gai_strerror(status))
-        self.init(Kind(addressInfoStatus: status, errno: code), "cannot resolve \(host): \(words)")
+        self.init(Kind(addressInfoStatus: status, errno: code), "\(what): \(words)")
     }
 
     /// Opens `path` through swift-system (retried when a signal interrupts

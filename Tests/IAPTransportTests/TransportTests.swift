@@ -128,7 +128,7 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
     @Test func aHostThatDoesNotResolveIsNotFound() async throws {
         let closed = try await closedReason(of: TCPTransport.connect(host: "no such host", port: 7000))
         #expect(closed?.kind == .notFound, "\(String(describing: closed))")
-        #expect(closed?.description.hasPrefix("cannot resolve no such host: ") == true, "\(String(describing: closed))")
+        #expect(closed?.description == "tcp:no such host:7000: cannot resolve no such host: Name or service not known", "\(String(describing: closed))")
     }
 
     @Test func aPortInUseIsBusy() throws {
