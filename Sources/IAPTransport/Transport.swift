@@ -35,7 +35,7 @@ public protocol Transport: AnyObject, Sendable {
 /// a person, which name what failed and how.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, whatever the transport.
-    public enum Kind: Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: Hashable, Sendable {
         /// The peer's host answered that nothing takes connections there
         /// (ECONNREFUSED).
         case refused
@@ -63,20 +63,6 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         case invalidSpec
         /// Anything else; the description says what.
         case other
-
-        public var description: String {
-            switch self {
-            case .refused: "refused"
-            case .unreachable: "unreachable"
-            case .notFound: "not found"
-            case .permission: "permission denied"
-            case .busy: "busy"
-            case .timedOut: "timed out"
-            case .closed: "closed"
-            case .invalidSpec: "invalid transport"
-            case .other: "other"
-            }
-        }
     }
 
     public let kind: Kind

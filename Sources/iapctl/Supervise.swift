@@ -63,7 +63,7 @@ struct Supervise: AsyncParsableCommand {
         case udev(UdevMonitor.Event)
         /// An open on its thread finished: the endpoint is running, or the
         /// error says why not.
-        case openFinished(Opening, TransportError?)
+        case openFinished(PendingOpen, TransportError?)
         case ended(connection: Int, reason: String)
         case tick
     }
@@ -114,7 +114,7 @@ struct Supervise: AsyncParsableCommand {
             let endpoint = MediaEndpoint(kind: kind, transport: transport, authentication: endpointAuthentication) { logger(label.text, $0) }
             // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
             endpoint.stopWhen = { $0.endReason != nil }
-            let open = Opening(syspath: device.syspath, selector: selector, attempt: attempt, endpoint: endpoint, label: label)
+            let open = PendingOpen(syspath: device.syspath, selector: selector, attempt: attempt, endpoint: endpoint, label: label)
             openInFlight = true
             do throws(TransportError) {
                 try DedicatedThread.start("opening \(selector)") {
@@ -204,7 +204,7 @@ struct Supervise: AsyncParsableCommand {
 }
 
 /// A device being opened on a thread of its own.
-private struct Opening: Sendable {
+private struct PendingOpen: Sendable {
     let syspath: String
     let selector: USBDeviceSelector
     let attempt: Int
