@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The head unit's screen in a browser (HTTP and WebSocket), IAPScreen only.
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // Wire codecs: iAP2 link packets, control-session messages, iAP1 frames.
@@ -44,8 +45,12 @@ let package = Package(
         .target(name: "IAPLink", dependencies: ["IAPWire"]),
         // Byte transports (in-memory loopback with seeded faults, TCP, serial)
         // and the driver that runs a link end over one in real time. The edge:
-        // threads, sockets and clocks live here and nowhere below.
-        .target(name: "IAPTransport", dependencies: ["IAPLink", "IAPWire"]),
+        // threads, sockets and clocks live here and nowhere below. What C calls
+        // report becomes a TransportError through swift-system's Errno.
+        .target(
+            name: "IAPTransport",
+            dependencies: ["IAPLink", "IAPWire", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // What runs over the link: the control channel (message reassembly,
         // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
         .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
@@ -78,7 +83,7 @@ let package = Package(
         .systemLibrary(name: "CLibUDev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         // The udev edge: USB devices enumerated and watched (add/remove) on
         // a thread of their own, fed to the supervisor.
-        .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport"]),
+        .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport", .product(name: "SystemPackage", package: "swift-system")]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
         .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint", "IAPDemo"]),
@@ -94,6 +99,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The library app developers build on: a head unit and a phone that
@@ -124,6 +130,7 @@ let package = Package(
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
                 "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo", "CLibEdit", "IAPScreen",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),

@@ -1,11 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemPackage
 
 /// Files with the permissions the key store needs, through POSIX calls
 /// (the modes are set at creation, never widened afterwards).
 enum FileStore {
-    static func errnoText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
+    static func errnoText(_ code: Int32 = errno) -> String { Errno(rawValue: code).description }
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 

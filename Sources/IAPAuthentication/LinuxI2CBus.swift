@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Dispatch
 import Glibc
+import SystemPackage
 
 /// /dev/i2c-N through the kernel's i2c-dev interface: open, then
 /// ioctl(I2C_SLAVE) and plain read/write per transfer.
@@ -81,7 +82,7 @@ public final class LinuxI2CBus: I2CBus {
 enum Sys {
     struct Errno: Error, CustomStringConvertible {
         let code: Int32
-        var description: String { String(cString: strerror(code)) }
+        var description: String { SystemPackage.Errno(rawValue: code).description }
     }
 
     static func open(_ path: String) -> Result<Int32, Errno> {

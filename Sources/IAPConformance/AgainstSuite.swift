@@ -78,7 +78,7 @@ public struct AgainstSuite: Sendable {
         }
         finish("ping", pingFailures, "\(answered) of 20 answered")
         guard pingFailures.isEmpty else {
-            probe.close()
+            await probe.close()
             return results
         }
 
@@ -119,7 +119,7 @@ public struct AgainstSuite: Sendable {
         let afterReset = again ? await probe.ping(sequence: 400, size: 16, timeout: timeout) : false
         finish("rst-mid-stream", again && afterReset ? [] : [again ? "no ping answer after re-synchronising" : "the link did not come up again after RST"],
                again ? "re-synchronised after RST" : "")
-        probe.close()
+        await probe.close()
         return results
     }
 }
@@ -208,8 +208,8 @@ final class Probe: Sendable {
         return false
     }
 
-    func close() {
-        driver.close()
+    func close() async {
+        await driver.close()
         reader.withLock { $0?.cancel() }
     }
 }

@@ -91,7 +91,7 @@ public struct SessionConformance: Sendable {
         }
         await endpoint.run()
         ticker.cancel()
-        endpoint.driver.close()
+        await endpoint.driver.close()
         let state = seen.withLock { $0 }
         let names = Self.caseNames(as: kind)
         let peer = kind.linkRole == .device ? "accessory" : "device"

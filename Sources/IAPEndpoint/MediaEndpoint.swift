@@ -77,11 +77,12 @@ public final class MediaEndpoint: @unchecked Sendable {
     // Touched only from `run`.
     public private(set) var connection: Connection
     public private(set) var everUp = false
-    /// Why the link last went down or the transport closed, nil while it has not.
+    /// Why the link last went down or the transport closed, in words for
+    /// logs; nil while it has not.
     public private(set) var endReason: String?
-    private let transportEnd = Mutex<String?>(nil)
-    /// Why the transport closed, readable from any task; nil while it is open.
-    public var transportClosedReason: String? { transportEnd.withLock { $0 } }
+    /// Why the transport closed, with its kind (refused, not found, …),
+    /// readable from any task; nil while it is open.
+    public var transportError: TransportError? { driver.transportError }
     /// The phone's app; nil for a head unit, or a phone with nothing to serve.
     public let app: (any MediaApp)?
     /// Messages from outside that came before the first link up.
@@ -227,7 +228,6 @@ public final class MediaEndpoint: @unchecked Sendable {
             await perform(connection.received(session: session, bytes, now: now))
             driver.consumed(bytes.count)
         case .transportClosed(let reason):
-            transportEnd.withLock { $0 = reason }
             logger.info("transport closed: \(reason)")
             endReason = endReason ?? "transport closed: \(reason)"
             await perform(connection.linkDown(now: now))

@@ -23,7 +23,10 @@ import Synchronization
 ///
 /// Every method may be called from any task. Requests the phone does not
 /// answer in time end with `RequestStatus.timedOut`; when the connection
-/// ends, every waiting call throws `HeadUnitError.disconnected`.
+/// ends, every waiting call throws: `HeadUnitError.transport` when the
+/// transport could not connect or ended (switch on its kind: `.refused`,
+/// `.notFound`, `.closed` …), `HeadUnitError.disconnected` when the link or
+/// the session ended over a transport still open.
 public final class HeadUnit: Sendable {
     public struct Configuration: Sendable {
         /// What the screen can show; told to the phone when media starts.
@@ -70,7 +73,11 @@ public final class HeadUnit: Sendable {
 
     /// Connects over a transport named as the CLI names them (`tcp:HOST:PORT`,
     /// `tcp-listen:HOST:PORT`, `serial:PATH@BAUD`, `usb:VID:PID`, `usb:auto`)
-    /// and returns once the phone's app is ready to browse.
+    /// and returns once the phone's app is ready to browse. A name that does
+    /// not parse throws a `TransportError` of kind `.invalidSpec`; a
+    /// transport that cannot connect throws `HeadUnitError.transport`, as
+    /// does a phone app not ready within the configuration's
+    /// `connectTimeout` (kind `.timedOut`).
     public static func connect(to transport: String, configuration: Configuration = Configuration()) async throws -> HeadUnit {
         try await connect(over: try TransportSpec(parsing: transport).open(), configuration: configuration)
     }
@@ -93,16 +100,21 @@ public final class HeadUnit: Sendable {
                                  authentication: EndpointAuthentication(policy: .required, authenticator: { await authenticator.answer($0) }),
                                  logger: configuration.logger)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
-        endpoint.observe { [state, eventFeed] event, connection in
-            state.withLock { $0.handle(event, connection: connection, feed: eventFeed) }
+        endpoint.observe { [state, eventFeed, driver = endpoint.driver] event, connection in
+            let transportError = driver.transportError
+            state.withLock { $0.handle(event, connection: connection, transportError: transportError, feed: eventFeed) }
         }
-        try endpoint.start()
+        do {
+            try endpoint.start()
+        } catch {
+            throw HeadUnitError.transport(error)
+        }
         let endpoint = self.endpoint
         runner.withLock {
             $0 = Task { [state, eventFeed] in
                 await endpoint.run()
                 let reason = endpoint.endReason ?? "the connection ended"
-                state.withLock { $0.end(HeadUnitError.disconnected(reason)) }
+                state.withLock { $0.end(endpoint.transportError.map(HeadUnitError.transport) ?? .disconnected(reason)) }
                 eventFeed.yield(.disconnected(reason))
                 eventFeed.finish()
             }
@@ -118,7 +130,7 @@ public final class HeadUnit: Sendable {
 
     /// Closes the connection and waits until it has ended.
     public func close() async {
-        endpoint.driver.close()
+        await endpoint.driver.close()
         await runner.withLock { $0 }?.value
     }
 
@@ -228,26 +240,41 @@ public final class HeadUnit: Sendable {
     }
 
     private func waitUntilConnected(timeout: Duration) async throws {
+        // Closes the connection when the time is up; true if it did.
         let timer = Task { [endpoint] in
-            try await Task.sleep(for: timeout)
-            endpoint.driver.close()
+            do { try await Task.sleep(for: timeout) } catch { return false }
+            await endpoint.driver.close()
+            return true
         }
-        defer { timer.cancel() }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let ready = state.withLock { waiters -> Result<Void, HeadUnitError>? in
-                if let ended = waiters.ended { return .failure(ended) }
-                if waiters.appName != nil { return .success(()) }
-                waiters.connected.append(continuation)
-                return nil
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let ready = state.withLock { waiters -> Result<Void, HeadUnitError>? in
+                    if let ended = waiters.ended { return .failure(ended) }
+                    if waiters.appName != nil { return .success(()) }
+                    waiters.connected.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
             }
-            if let ready { continuation.resume(with: ready) }
+            timer.cancel()
+        } catch {
+            timer.cancel()
+            if await timer.value {
+                throw HeadUnitError.transport(TransportError(.timedOut, "the phone's app was not ready within \(timeout)"))
+            }
+            throw error
         }
     }
 }
 
 /// Why a head unit's call did not get an answer.
 public enum HeadUnitError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The connection ended (the reason in words) before the answer came.
+    /// The transport could not connect, or ended, before the answer came:
+    /// its kind says how (`.refused`, `.notFound`, `.permission`,
+    /// `.timedOut`, `.closed` …).
+    case transport(TransportError)
+    /// The link or the session ended (the reason in words) before the
+    /// answer came, over a transport still open.
     case disconnected(String)
     /// Authentication or identification has not finished; nothing can be browsed yet.
     case notConnected
@@ -260,6 +287,7 @@ public enum HeadUnitError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
+        case .transport(let error): error.description
         case .disconnected(let reason): "the connection ended: \(reason)"
         case .notConnected: "the phone's media app is not connected yet"
         case .browseFailed(let status, let reason): "the phone could not list the container (\(status)): \(reason)"
@@ -290,13 +318,16 @@ struct Waiters: Sendable {
     /// Set when the connection has ended: every later call fails with it.
     var ended: HeadUnitError?
 
-    mutating func handle(_ event: Connection.Event, connection: Connection, feed: AsyncStream<HeadUnit.Event>.Continuation) {
+    /// `transportError`: why the transport closed, if it has (the link goes
+    /// down because of it).
+    mutating func handle(_ event: Connection.Event, connection: Connection, transportError: TransportError?,
+                         feed: AsyncStream<HeadUnit.Event>.Continuation) {
         switch event {
         case .stage(let stage):
             feed.yield(.stage(stage))
             switch stage {
             case .failed(let reason): end(.disconnected(reason))
-            case .disconnected: end(.disconnected("the link went down"))
+            case .disconnected: end(transportError.map(HeadUnitError.transport) ?? .disconnected("the link went down"))
             default: break
             }
         case .media(let media):

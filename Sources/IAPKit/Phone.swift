@@ -152,7 +152,9 @@ public final class Phone: Sendable {
 
     /// Serves one connection over a transport named as the CLI names them
     /// (`tcp-listen:HOST:PORT`, `tcp:HOST:PORT`, `serial:PATH@BAUD`, …);
-    /// returns when it ends, with the reason.
+    /// returns when it ends, with the reason. Throws the `TransportError`
+    /// when the name does not parse (`.invalidSpec`) or the transport could
+    /// not be opened or connected (`.refused`, `.notFound`, …).
     @discardableResult
     public func serve(_ transport: String) async throws -> String {
         try await serve(over: try TransportSpec(parsing: transport).open())
@@ -176,9 +178,11 @@ public final class Phone: Sendable {
         await withTaskCancellationHandler {
             await endpoint.run()
         } onCancel: {
-            endpoint.driver.close()
+            Task { await endpoint.driver.close() }
         }
-        endpoint.driver.close()
+        await endpoint.driver.close()
+        // Ended before the link ever came up, and not in order: it never connected.
+        if !endpoint.everUp, let error = endpoint.transportError, error.kind != .closed { throw error }
         return endpoint.endReason ?? "the connection ended"
     }
 }

@@ -8,7 +8,7 @@ extension TransportSpec {
     /// transport is started. `loopback` has two ends: use `openPair()`.
     public func open() throws(TransportError) -> any Transport {
         if case .loopback = self {
-            throw TransportError("loopback has two ends in one process: open it with openPair() and give one to each role")
+            throw TransportError(.invalidSpec, "loopback has two ends in one process: open it with openPair() and give one to each role")
         }
         return openPair().0
     }

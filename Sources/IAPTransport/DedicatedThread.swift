@@ -16,7 +16,7 @@ public enum DedicatedThread {
         }, box.toOpaque())
         guard result == 0 else {
             box.release()
-            throw TransportError("cannot start a thread for \(purpose): \(String(cString: strerror(result)))")
+            throw TransportError("cannot start a thread for \(purpose)", errno: result)
         }
         pthread_detach(thread)
     }

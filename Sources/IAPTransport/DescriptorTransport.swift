@@ -21,10 +21,11 @@ final class DescriptorTransport: Transport {
     private let state = Mutex<(descriptor: Int32, closed: Bool, handler: (@Sendable (TransportEvent) -> Void)?)>((-1, false, nil))
     /// Why writing failed (set by the writer, reported by the reader), and
     /// until when queued writes may still try after `close`.
-    private let writeState = Mutex<(failure: String?, giveUpAt: ContinuousClock.Instant?)>((nil, nil))
+    private let writeState = Mutex<(failure: TransportError?, giveUpAt: ContinuousClock.Instant?)>((nil, nil))
     private let writeStallLimit: Duration
     static let closeLinger: Duration = .seconds(1)
-    private let wake: (read: Int32, write: Int32)
+    /// The wake-up pipe, or -1 and why `pipe` failed.
+    private let wake: (read: Int32, write: Int32, failure: Int32)
     private let writer = DispatchQueue(label: "iap.transport.write")
     private let started = Mutex(false)
 
@@ -37,8 +38,10 @@ final class DescriptorTransport: Transport {
         if pipe(&fds) == 0 {
             _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
             _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+            wake = (fds[0], fds[1], 0)
+        } else {
+            wake = (-1, -1, errno)
         }
-        wake = (fds[0], fds[1])
         // Writes wait until the descriptor is open (a connect or accept may
         // take a while); `run` resumes the queue then.
         writer.suspend()
@@ -53,7 +56,7 @@ final class DescriptorTransport: Transport {
     }
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-        guard wake.read >= 0 else { throw TransportError("\(name): cannot create a wake-up pipe: \(String(cString: strerror(errno)))") }
+        guard wake.read >= 0 else { throw TransportError("\(name): cannot create a wake-up pipe", errno: wake.failure) }
         state.withLock { $0.handler = handler }
         started.withLock { $0 = true }
         do {
@@ -70,7 +73,7 @@ final class DescriptorTransport: Transport {
             descriptor = try opener()
         } catch {
             writer.resume()
-            finish(error.description)
+            finish(error)
             return
         }
         let flags = fcntl(descriptor, F_GETFL)
@@ -81,7 +84,7 @@ final class DescriptorTransport: Transport {
         }
         writer.resume()
         if alreadyClosed {
-            finish("closed")
+            finish(TransportError(.closed, "closed by this end"))
             return
         }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -90,11 +93,11 @@ final class DescriptorTransport: Transport {
             let ready = poll(&fds, 2, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
-                finish("poll failed: \(String(cString: strerror(errno)))")
+                finish(TransportError("poll failed", errno: errno))
                 return
             }
             if fds[1].revents != 0 {
-                finish(writeState.withLock { $0.failure } ?? "closed by this end")
+                finish(writeState.withLock { $0.failure } ?? TransportError(.closed, "closed by this end"))
                 return
             }
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR | POLLNVAL) == 0 { continue }
@@ -103,10 +106,10 @@ final class DescriptorTransport: Transport {
                 let handler = state.withLock { $0.handler }
                 handler?(.received(Array(buffer[0..<count])))
             } else if count == 0 {
-                finish("the peer closed the connection")
+                finish(TransportError(.closed, "the peer closed the connection"))
                 return
             } else if errno != EINTR && errno != EAGAIN {
-                finish("read failed: \(String(cString: strerror(errno)))")
+                finish(TransportError("read failed", errno: errno))
                 return
             }
         }
@@ -142,7 +145,7 @@ final class DescriptorTransport: Transport {
                 let now = ContinuousClock.now
                 if let giveUpAt = writeState.withLock({ $0.giveUpAt }), now >= giveUpAt { return }
                 if now - lastProgress >= writeStallLimit {
-                    failWrites("the peer stopped reading: a write of \(bytes.count) bytes made no progress for \(writeStallLimit)")
+                    failWrites(TransportError(.timedOut, "the peer stopped reading: a write of \(bytes.count) bytes made no progress for \(writeStallLimit)"))
                     return
                 }
                 var fds = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
@@ -153,7 +156,7 @@ final class DescriptorTransport: Transport {
 
     /// Ends the transport from the writer's side: later writes are dropped
     /// and the reader reports `reason` as the transport closing.
-    private func failWrites(_ reason: String) {
+    private func failWrites(_ reason: TransportError) {
         writeState.withLock { if $0.failure == nil { $0.failure = reason } }
         var byte: UInt8 = 1
         _ = Glibc.write(wake.write, &byte, 1)
@@ -174,7 +177,7 @@ final class DescriptorTransport: Transport {
     }
 
     /// Reports `.closed` once and releases the descriptor.
-    private func finish(_ reason: String) {
+    private func finish(_ reason: TransportError) {
         writer.sync {}
         let (descriptor, handler) = state.withLock { current -> (Int32, (@Sendable (TransportEvent) -> Void)?) in
             let result = (current.descriptor, current.handler)

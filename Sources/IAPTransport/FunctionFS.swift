@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Synchronization
+import SystemPackage
 
 /// The descriptors a Linux USB gadget writes to FunctionFS's ep0 to expose
 /// the iAP interface: vendor class 0xFF, subclass 0xF0, protocol 0x00, one
@@ -106,16 +107,15 @@ public final class FunctionFSGadget: Sendable {
     /// and strings; the UDC may be bound once this returns.
     public init(mountPoint: String) throws(TransportError) {
         self.mountPoint = mountPoint
-        let fd = open(mountPoint + "/ep0", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw TransportError("cannot open \(mountPoint)/ep0: \(String(cString: strerror(errno))) (is functionfs mounted there? see scripts/gadget-setup.sh)")
+        let fd = try TransportError.open(mountPoint + "/ep0", .readWrite, options: [], what: "cannot open \(mountPoint)/ep0") { _ in
+            " (is functionfs mounted there? see scripts/gadget-setup.sh)"
         }
         for (what, block) in [("descriptors", FunctionFSDescriptors.descriptors), ("strings", FunctionFSDescriptors.strings)] {
             let written = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             guard written == block.count else {
-                let reason = String(cString: strerror(errno))
+                let failure = written < 0 ? errno : EIO
                 close(fd)
-                throw TransportError("writing the \(what) to \(mountPoint)/ep0 failed: \(reason)")
+                throw TransportError("writing the \(what) to \(mountPoint)/ep0 failed", errno: failure)
             }
         }
         ep0 = fd
@@ -125,20 +125,21 @@ public final class FunctionFSGadget: Sendable {
 
     /// Runs `run` on its own thread; `onEnd` gets the reason it stopped.
     public func start(onEvent: @escaping @Sendable (FunctionFSEvent) -> Void, onConnection: @escaping @Sendable (Transport) -> Void,
-                      onEnd: @escaping @Sendable (String) -> Void) throws(TransportError) {
+                      onEnd: @escaping @Sendable (TransportError) -> Void) throws(TransportError) {
         try DedicatedThread.start("gadget ep0") { [self] in onEnd(run(onEvent: onEvent, onConnection: onConnection)) }
     }
 
     /// Reads ep0 events until an error, calling `onEvent` for each and
     /// `onConnection` with a new transport at each enable. Blocks.
-    public func run(onEvent: (FunctionFSEvent) -> Void, onConnection: (Transport) -> Void) -> String {
+    public func run(onEvent: (FunctionFSEvent) -> Void, onConnection: (Transport) -> Void) -> TransportError {
         var buffer = [UInt8](repeating: 0, count: FunctionFSEvent.size * 4)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(ep0, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                endConnection("ep0 read failed")
-                return "reading \(mountPoint)/ep0 failed: \(String(cString: strerror(errno)))"
+                let failure = TransportError("reading \(mountPoint)/ep0 failed", errno: errno)
+                endConnection(failure)
+                return failure
             }
             var offset = 0
             while offset + FunctionFSEvent.size <= count {
@@ -149,15 +150,15 @@ public final class FunctionFSGadget: Sendable {
                 onEvent(event)
                 switch event {
                 case .enable:
-                    endConnection("re-enabled")
+                    endConnection(TransportError(.closed, "the host enabled the function again"))
                     let transport = EndpointTransport(input: mountPoint + "/ep2", output: mountPoint + "/ep1")
                     current.withLock { $0 = transport }
                     onConnection(transport)
                 case .disable, .suspend:
-                    endConnection("the host \(event == .disable ? "disabled the function" : "suspended the bus")")
+                    endConnection(TransportError(.closed, "the host \(event == .disable ? "disabled the function" : "suspended the bus")"))
                 case .unbind:
                     // The UDC may be bound again later: keep ep0 open.
-                    endConnection("the gadget was unbound")
+                    endConnection(TransportError(.closed, "the gadget was unbound"))
                 case .setup:
                     // No class or vendor requests are defined: stall, which
                     // FunctionFS does when ep0 is used in the wrong direction.
@@ -170,7 +171,7 @@ public final class FunctionFSGadget: Sendable {
         }
     }
 
-    private func endConnection(_ reason: String) {
+    private func endConnection(_ reason: TransportError) {
         let transport = current.withLock { current -> EndpointTransport? in
             defer { current = nil }
             return current
@@ -193,12 +194,13 @@ final class EndpointTransport: Transport {
     }
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
-        let inFD = open(input, O_RDONLY | O_CLOEXEC)
-        let outFD = open(output, O_WRONLY | O_CLOEXEC)
-        guard inFD >= 0, outFD >= 0 else {
-            if inFD >= 0 { Glibc.close(inFD) }
-            if outFD >= 0 { Glibc.close(outFD) }
-            throw TransportError("cannot open the gadget's endpoints \(input) and \(output): \(String(cString: strerror(errno)))")
+        let inFD = try TransportError.open(input, .readOnly, options: [], what: "cannot open the gadget's endpoint \(input)")
+        let outFD: Int32
+        do {
+            outFD = try TransportError.open(output, .writeOnly, options: [], what: "cannot open the gadget's endpoint \(output)")
+        } catch {
+            Glibc.close(inFD)
+            throw error
         }
         state.withLock { $0 = (inFD, outFD, handler, false) }
         try DedicatedThread.start("\(name) reads") { [self] in readLoop(inFD) }
@@ -219,7 +221,7 @@ final class EndpointTransport: Transport {
             } else if count == 0 {
                 continue
             } else {
-                end("the host went away (\(String(cString: strerror(errno))))")
+                end(TransportError("the host went away", errno: errno))
                 return
             }
         }
@@ -233,7 +235,7 @@ final class EndpointTransport: Transport {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
-                end("writing to the host failed: \(String(cString: strerror(errno)))")
+                end(TransportError("writing to the host failed", errno: errno))
                 return
             }
             offset += written
@@ -248,10 +250,10 @@ final class EndpointTransport: Transport {
         }
     }
 
-    func close() { end("closed by this end") }
+    func close() { end(TransportError(.closed, "closed by this end")) }
 
     /// Reports `.closed` once and releases the endpoint files.
-    func end(_ reason: String) {
+    func end(_ reason: TransportError) {
         let (inFD, outFD, handler) = state.withLock { current -> (Int32, Int32, (@Sendable (TransportEvent) -> Void)?) in
             guard !current.closed else { return (-1, -1, nil) }
             current.closed = true

@@ -28,11 +28,15 @@ public final class LoopbackTransport: Transport {
     }
 
     public func write(_ bytes: [UInt8]) { hub.write(bytes, from: side) }
-    public func close() { hub.close(reason: "closed by this end", from: side) }
+    public func close() { hub.close(reason: TransportError(.closed, "closed by this end"), from: side) }
 }
 
-/// The wire between the two loopback ends; all of its state lives on one
-/// serial queue, and handlers are called from it.
+/// The wire between the two loopback ends; handlers are called from its
+/// serial queue.
+///
+/// `@unchecked Sendable`: every mutable property below is read and written
+/// only in blocks running on `queue`, which runs one block at a time; the
+/// methods other threads call only enqueue.
 private final class LoopbackHub: @unchecked Sendable {
     private let queue = DispatchQueue(label: "iap.loopback")
     private var wires: [FaultyWire]
@@ -49,7 +53,7 @@ private final class LoopbackHub: @unchecked Sendable {
             handlers[side] = handler
             for bytes in waiting[side] { handler(.received(bytes)) }
             waiting[side].removeAll()
-            if closed { handler(.closed("the loopback was closed")) }
+            if closed { handler(.closed(TransportError(.closed, "the loopback was closed"))) }
         }
     }
 
@@ -61,12 +65,12 @@ private final class LoopbackHub: @unchecked Sendable {
         }
     }
 
-    func close(reason: String, from side: Int) {
+    func close(reason: TransportError, from side: Int) {
         queue.async { [self] in
             guard !closed else { return }
             closed = true
             handlers[side]?(.closed(reason))
-            handlers[1 - side]?(.closed("the other loopback end closed"))
+            handlers[1 - side]?(.closed(TransportError(.closed, "the other loopback end closed")))
             handlers = [nil, nil]
         }
     }

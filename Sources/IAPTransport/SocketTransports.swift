@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SystemPackage
 
 /// TCP transports: for networked test rigs and for other implementations
 /// of the protocol at the other end of a socket.
@@ -12,18 +13,17 @@ public enum TCPTransport {
     public static func connect(host: String, port: UInt16, writeStallLimit: Duration = .seconds(10)) -> Transport {
         let name = TransportSpec.tcp(host: host, port: port).description
         return DescriptorTransport(name: name, writeStallLimit: writeStallLimit) { () throws(TransportError) -> Int32 in
-            let connected = try withAddresses(host: host, port: port, passive: false) { (address) throws(TransportError) -> Int32? in
+            try withAddresses(host: host, port: port, passive: false, name: name, failure: "cannot connect") { address in
                 let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-                guard fd >= 0 else { return nil }
+                guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
                 if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
                     setNoDelay(fd)
-                    return fd
+                    return .success(fd)
                 }
+                let failure = Errno(rawValue: errno)
                 Glibc.close(fd)
-                return nil
+                return .failure(failure)
             }
-            guard let connected else { throw TransportError("\(name): cannot connect: \(String(cString: strerror(errno)))") }
-            return connected
         }
     }
 
@@ -50,19 +50,18 @@ public enum TCPTransport {
 
     /// A socket bound to `host:port` and listening.
     private static func bindListening(host: String, port: UInt16, backlog: Int32, name: String) throws(TransportError) -> Int32 {
-        let bound = try withAddresses(host: host, port: port, passive: true) { (address) throws(TransportError) -> Int32? in
+        try withAddresses(host: host, port: port, passive: true, name: name, failure: "cannot listen") { address in
             let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { return nil }
+            guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
             var yes: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
             if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, backlog) == 0 {
-                return fd
+                return .success(fd)
             }
+            let failure = Errno(rawValue: errno)
             Glibc.close(fd)
-            return nil
+            return .failure(failure)
         }
-        guard let bound else { throw TransportError("\(name): cannot listen: \(String(cString: strerror(errno)))") }
-        return bound
     }
 
     /// Waits for the next peer on a listening socket.
@@ -74,12 +73,15 @@ public enum TCPTransport {
                 setNoDelay(fd)
                 return fd
             }
-            if errno != EINTR { throw TransportError("\(name): accept failed: \(String(cString: strerror(errno)))") }
+            if errno != EINTR { throw TransportError("\(name): accept failed", errno: errno) }
         }
     }
 
-    private static func withAddresses(host: String, port: UInt16, passive: Bool,
-                                      _ body: (UnsafeMutablePointer<addrinfo>) throws(TransportError) -> Int32?) throws(TransportError) -> Int32? {
+    /// Tries `body` on each address `host` resolves to, until one gives a
+    /// descriptor; when none does, the last address's error number is the
+    /// reason `failure` reports. Errors begin with the transport's `name`.
+    private static func withAddresses(host: String, port: UInt16, passive: Bool, name: String, failure: String,
+                                      _ body: (UnsafeMutablePointer<addrinfo>) -> Result<Int32, Errno>) throws(TransportError) -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC
@@ -87,15 +89,19 @@ public enum TCPTransport {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else {
-            throw TransportError("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+            throw TransportError("\(name): cannot resolve \(host)", addressInfoStatus: status, errno: errno)
         }
         defer { freeaddrinfo(first) }
+        var lastError = Errno.addressNotAvailable
         var current: UnsafeMutablePointer<addrinfo>? = first
         while let address = current {
-            if let fd = try body(address) { return fd }
+            switch body(address) {
+            case .success(let fd): return fd
+            case .failure(let error): lastError = error
+            }
             current = address.pointee.ai_next
         }
-        return nil
+        throw TransportError("\(name): \(failure)", errno: lastError.rawValue)
     }
 
     private static func setNoDelay(_ fd: Int32) {
@@ -158,15 +164,15 @@ public enum SerialTransport {
     public static func open(path: String, baud: Int) -> Transport {
         let name = TransportSpec.serial(path: path, baud: baud).description
         return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
-            let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
-            guard fd >= 0 else {
-                let hint = errno == EACCES ? " (add yourself to the dialout group, then log in again)" : ""
-                throw TransportError("\(name): cannot open \(path): \(String(cString: strerror(errno)))\(hint)")
+            let fd = try TransportError.open(path, .readWrite, options: FileDescriptor.OpenOptions(rawValue: O_NOCTTY),
+                                             what: "\(name): cannot open \(path)") { failure in
+                failure == .permissionDenied ? " (add yourself to the dialout group, then log in again)" : ""
             }
             var options = termios()
             guard tcgetattr(fd, &options) == 0 else {
+                let failure = errno
                 Glibc.close(fd)
-                throw TransportError("\(name): \(path) is not a serial port: \(String(cString: strerror(errno)))")
+                throw TransportError("\(name): \(path) is not a serial port", errno: failure)
             }
             cfmakeraw(&options)
             options.c_cflag |= tcflag_t(CLOCAL) | tcflag_t(CREAD)
@@ -179,8 +185,9 @@ public enum SerialTransport {
             cfsetispeed(&options, speed)
             cfsetospeed(&options, speed)
             guard tcsetattr(fd, TCSANOW, &options) == 0 else {
+                let failure = errno
                 Glibc.close(fd)
-                throw TransportError("\(name): cannot configure \(path): \(String(cString: strerror(errno)))")
+                throw TransportError("\(name): cannot configure \(path)", errno: failure)
             }
             tcflush(fd, TCIOFLUSH)
             return fd

@@ -4,8 +4,11 @@ import IAPLink
 public enum TransportEvent: Sendable {
     /// Bytes arrived (a read of a stream, or one packet of a packet transport).
     case received([UInt8])
-    /// The transport is closed and will report nothing more.
-    case closed(String)
+    /// The transport is closed and will report nothing more: of kind
+    /// `.closed` when either side ended it in order, of the kind that ended
+    /// it otherwise (a connect refused, a device unplugged, a peer that
+    /// stopped reading).
+    case closed(TransportError)
 }
 
 /// Moves bytes between this program and a peer: a byte stream (TCP, a
@@ -27,8 +30,47 @@ public protocol Transport: AnyObject, Sendable {
     var name: String { get }
 }
 
-/// A transport that cannot be opened or used, with the reason in words.
+/// Why a transport could not be opened, or why it ended: a kind a caller
+/// can act on (retry later, ask for permission, give up) and the words for
+/// a person, which name what failed and how.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong, whatever the transport.
+    public enum Kind: Hashable, Sendable {
+        /// The peer's host answered that nothing takes connections there
+        /// (ECONNREFUSED).
+        case refused
+        /// No route to the peer: the network or host is down or unreachable,
+        /// or the name service could not be asked.
+        case unreachable
+        /// No such device, file or host name: not plugged in, gone, or
+        /// misspelled (ENOENT, ENODEV, ENXIO, a name that does not resolve,
+        /// LIBUSB_ERROR_NO_DEVICE, a USB device unplugged).
+        case notFound
+        /// Not allowed: a device node's permissions, a privileged port, a
+        /// missing udev rule (EACCES, EPERM, LIBUSB_ERROR_ACCESS).
+        case permission
+        /// In use by someone else: a port already bound, a claimed
+        /// interface, a device held open (EBUSY, EADDRINUSE).
+        case busy
+        /// Nothing happened in time: a connect that got no answer, or a peer
+        /// that stopped reading what is written to it.
+        case timedOut
+        /// Ended in order by either side (closed here, the peer closed or
+        /// reset the connection, the USB host disabled the gadget).
+        case closed
+        /// The transport's name does not parse (see `TransportSpec`), or
+        /// names one that cannot be opened on its own (`loopback`).
+        case invalidSpec
+        /// Anything else; the description says what.
+        case other
+    }
+
+    public let kind: Kind
+    /// What failed and why, in words.
     public let description: String
-    public init(_ description: String) { self.description = description }
+
+    public init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
 }

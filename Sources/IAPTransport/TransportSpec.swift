@@ -27,13 +27,13 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             let rest = text.dropFirst(listen ? "tcp-listen:".count : "tcp:".count)
             // The port follows the last colon, so IPv6 hosts may be written in brackets.
             guard let colon = rest.lastIndex(of: ":") else {
-                throw TransportError("'\(text)' has no port: write \(listen ? "tcp-listen" : "tcp"):HOST:PORT")
+                throw TransportError(.invalidSpec, "'\(text)' has no port: write \(listen ? "tcp-listen" : "tcp"):HOST:PORT")
             }
             var host = String(rest[..<colon])
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty else { throw TransportError("'\(text)' has no host") }
+            guard !host.isEmpty else { throw TransportError(.invalidSpec, "'\(text)' has no host") }
             guard let port = UInt16(rest[rest.index(after: colon)...]), port > 0 else {
-                throw TransportError("'\(text)': the port must be a number from 1 to 65535")
+                throw TransportError(.invalidSpec, "'\(text)': the port must be a number from 1 to 65535")
             }
             self = listen ? .tcpListen(host: host, port: port) : .tcp(host: host, port: port)
             return
@@ -42,11 +42,11 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             let rest = text.dropFirst("serial:".count)
             let parts = rest.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
             let path = String(parts[0])
-            guard path.hasPrefix("/") else { throw TransportError("'\(text)': the serial device must be an absolute path such as /dev/ttyUSB0") }
+            guard path.hasPrefix("/") else { throw TransportError(.invalidSpec, "'\(text)': the serial device must be an absolute path such as /dev/ttyUSB0") }
             var baud = 115_200
             if parts.count == 2 {
                 guard let value = Int(parts[1]), SerialTransport.supportedBaudRates.contains(value) else {
-                    throw TransportError("'\(text)': baud rate must be one of \(SerialTransport.supportedBaudRates.map(String.init).joined(separator: ", "))")
+                    throw TransportError(.invalidSpec, "'\(text)': baud rate must be one of \(SerialTransport.supportedBaudRates.map(String.init).joined(separator: ", "))")
                 }
                 baud = value
             }
@@ -62,12 +62,12 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
             guard parts.count <= 2, let vendor = UInt16(parts[0], radix: 16),
                   parts.count == 1 || UInt16(parts[1], radix: 16) != nil else {
-                throw TransportError("'\(text)': write usb:VID:PID in hex (usb:05ac:12a8), usb:VID, or usb:auto")
+                throw TransportError(.invalidSpec, "'\(text)': write usb:VID:PID in hex (usb:05ac:12a8), usb:VID, or usb:auto")
             }
             self = .usb(vendor: vendor, product: parts.count == 2 ? UInt16(parts[1], radix: 16) : nil)
             return
         }
-        throw TransportError("unknown transport '\(text)'; use one of: \(Self.forms)")
+        throw TransportError(.invalidSpec, "unknown transport '\(text)'; use one of: \(Self.forms)")
     }
 
     public var description: String {

@@ -9,10 +9,30 @@ import Synchronization
 public struct USBError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: Int32
     public init(_ code: Int32) { self.code = code }
+    /// libusb's name for the code, such as LIBUSB_ERROR_ACCESS.
     public var name: String { String(cString: libusb_error_name(code)) }
     public var description: String { "\(name): \(String(cString: libusb_strerror(code)))" }
     public static let noDevice = USBError(Int32(LIBUSB_ERROR_NO_DEVICE.rawValue))
     public static let access = USBError(Int32(LIBUSB_ERROR_ACCESS.rawValue))
+
+    /// What the code means to a transport.
+    public var kind: TransportError.Kind {
+        switch libusb_error(rawValue: code) {
+        case LIBUSB_ERROR_ACCESS: .permission
+        case LIBUSB_ERROR_NO_DEVICE, LIBUSB_ERROR_NOT_FOUND: .notFound
+        case LIBUSB_ERROR_BUSY: .busy
+        case LIBUSB_ERROR_TIMEOUT: .timedOut
+        default: .other
+        }
+    }
+}
+
+extension TransportError {
+    /// `what` failed with a libusb error: its name and libusb's words for it
+    /// follow, then `hint`, and the kind is the one the code means.
+    public init(_ what: String, _ error: USBError, hint: String = "") {
+        self.init(error.kind, "\(what): \(error)\(hint)")
+    }
 }
 
 /// Which USB device to open: by ids, or the first with an iAP interface.
@@ -60,30 +80,52 @@ public enum IAPInterface {
 /// dead; the event thread then cancels and drains every transfer, releases
 /// the interface and closes the handle — never inside a transfer callback —
 /// and reports `.closed` once.
-public final class USBHostTransport: Transport, @unchecked Sendable {
+public final class USBHostTransport: Transport {
     public let name: String
     public let selector: USBDeviceSelector
     /// IN transfers kept in flight, and the size of each.
     public static let inFlight = 4
     public static let readSize = 16 * 1024
 
-    // Set in start(); read by the event thread and callbacks.
-    private var context: OpaquePointer?
-    private var handle: OpaquePointer?
-    private var interfaceNumber: Int32 = 0
-    private var endpointIn: UInt8 = 0
-    private var endpointOut: UInt8 = 0
-    private var outPacketSize = 512
     private let state = Mutex<State>(State())
 
+    /// Who may use the device, and when: `start` sets `device` and starts
+    /// the event thread in one locked section; from then on the event thread
+    /// owns it, and alone clears `device` (locked) and then releases it.
+    /// Every other use — submitting a transfer, waking the event thread —
+    /// happens under the lock while `device` is set, so nothing touches a
+    /// released handle or context. Submitting under the lock also keeps
+    /// `transfers` exactly what libusb holds, so the event thread cancels
+    /// every one of them. No deadlock: the only libusb calls made under the
+    /// lock are ones libusb allows inside transfer callbacks, so libusb
+    /// holds none of the locks they need while a callback waits for ours.
     private struct State {
+        var device: Device?
         var handler: (@Sendable (TransportEvent) -> Void)?
-        var dead: String?
+        var dead: TransportError?
         /// Transfers in flight and finished ones waiting to be freed, by
-        /// address (the state is shared with the event thread).
+        /// address.
         var transfers: Set<UInt> = []
         var finished: [UInt] = []
         var reported = false
+    }
+
+    /// The libusb context and the device opened in it with the iAP
+    /// interface claimed.
+    ///
+    /// `@unchecked Sendable`: libusb's handles may be used from any thread;
+    /// when they may be used, and by whom, is `State`'s rule above.
+    private struct Device: @unchecked Sendable {
+        let context: OpaquePointer
+        let handle: OpaquePointer
+        let interface: FoundInterface
+
+        /// Releases the interface, closes the handle and ends the context.
+        func release() {
+            _ = libusb_release_interface(handle, Int32(interface.number))
+            libusb_close(handle)
+            libusb_exit(context)
+        }
     }
 
     public init(selector: USBDeviceSelector) {
@@ -94,33 +136,40 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
     public func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
         var context: OpaquePointer?
         let result = libusb_init(&context)
-        guard result == 0, let context else { throw TransportError("\(name): cannot initialise libusb: \(USBError(result))") }
-        self.context = context
+        guard result == 0, let context else { throw TransportError("\(name): cannot initialise libusb", USBError(result)) }
+        let device: Device
         do {
-            try openDevice(context)
+            device = try openDevice(context)
         } catch {
             libusb_exit(context)
-            self.context = nil
             throw error
         }
-        state.withLock { $0.handler = handler }
-        for _ in 0..<Self.inFlight {
-            if let problem = submitRead() {
-                markDead(problem)
-                break
+        let failure = state.withLock { state -> TransportError? in
+            state.handler = handler
+            state.device = device
+            do throws(TransportError) {
+                try DedicatedThread.start("\(name) USB events") { [self] in eventLoop(device) }
+                return nil
+            } catch {
+                state.device = nil
+                state.handler = nil
+                return error
             }
         }
-        try DedicatedThread.start("\(name) USB events") { [self] in eventLoop() }
+        if let failure {
+            device.release()
+            throw failure
+        }
     }
 
     // MARK: Opening
 
-    private func openDevice(_ context: OpaquePointer) throws(TransportError) {
+    private func openDevice(_ context: OpaquePointer) throws(TransportError) -> Device {
         var list: UnsafeMutablePointer<OpaquePointer?>?
         let count = libusb_get_device_list(context, &list)
-        guard count >= 0, let list else { throw TransportError("\(name): cannot list USB devices: \(USBError(Int32(count)))") }
+        guard count >= 0, let list else { throw TransportError("\(name): cannot list USB devices", USBError(Int32(count))) }
         defer { libusb_free_device_list(list, 1) }
-        var lastProblem: String?
+        var lastProblem: TransportError?
         for index in 0..<count {
             guard let device = list[index] else { continue }
             var descriptor = libusb_device_descriptor()
@@ -130,26 +179,30 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
             if let location = selector.location,
                libusb_get_bus_number(device) != location.bus || libusb_get_device_address(device) != location.address { continue }
             guard let found = Self.iapInterface(device, configurations: descriptor.bNumConfigurations) else {
-                if selector.vendorID != nil || selector.location != nil { lastProblem = "\(selector) has no iAP interface (class 0xFF, subclass 0xF0, protocol 0x00) in any configuration" }
+                if selector.vendorID != nil || selector.location != nil {
+                    lastProblem = TransportError(.notFound, "\(selector) has no iAP interface (class 0xFF, subclass 0xF0, protocol 0x00) in any configuration")
+                }
                 continue
             }
             var opened: OpaquePointer?
             let result = libusb_open(device, &opened)
             guard result == 0, let opened else {
                 let hint = result == USBError.access.code ? " (install udev-rules/70-iap-devkit.rules; see Docs/Hardware.md)" : ""
-                lastProblem = "cannot open bus \(libusb_get_bus_number(device)) device \(libusb_get_device_address(device)): \(USBError(result))\(hint)"
+                lastProblem = TransportError("cannot open bus \(libusb_get_bus_number(device)) device \(libusb_get_device_address(device))",
+                                             USBError(result), hint: hint)
                 continue
             }
             do {
                 try claim(opened, found)
-                handle = opened
-                return
+                return Device(context: context, handle: opened, interface: found)
             } catch {
                 libusb_close(opened)
-                lastProblem = error.description
+                lastProblem = error
             }
         }
-        throw TransportError("\(name): " + (lastProblem ?? (selector.vendorID == nil && selector.location == nil ? "no device with an iAP interface is connected" : "no \(selector) is connected")))
+        let problem = lastProblem
+            ?? TransportError(.notFound, selector.vendorID == nil && selector.location == nil ? "no device with an iAP interface is connected" : "no \(selector) is connected")
+        throw TransportError(problem.kind, "\(name): \(problem.description)")
     }
 
     struct FoundInterface {
@@ -201,72 +254,68 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
         var current: Int32 = 0
         if libusb_get_configuration(handle, &current) == 0, current != Int32(found.configuration) {
             let result = libusb_set_configuration(handle, Int32(found.configuration))
-            guard result == 0 else { throw TransportError("cannot select configuration \(found.configuration): \(USBError(result))") }
+            guard result == 0 else { throw TransportError("cannot select configuration \(found.configuration)", USBError(result)) }
         }
         var result = libusb_claim_interface(handle, Int32(found.number))
-        guard result == 0 else { throw TransportError("cannot claim interface \(found.number): \(USBError(result))") }
+        guard result == 0 else { throw TransportError("cannot claim interface \(found.number)", USBError(result)) }
         if found.alternate != 0 {
             result = libusb_set_interface_alt_setting(handle, Int32(found.number), Int32(found.alternate))
-            guard result == 0 else { throw TransportError("cannot select alternate setting \(found.alternate): \(USBError(result))") }
+            guard result == 0 else { throw TransportError("cannot select alternate setting \(found.alternate)", USBError(result)) }
         }
         // Stale halts from an earlier session would stall the first transfer.
         _ = libusb_clear_halt(handle, found.endpointIn)
         _ = libusb_clear_halt(handle, found.endpointOut)
-        interfaceNumber = Int32(found.number)
-        endpointIn = found.endpointIn
-        endpointOut = found.endpointOut
-        outPacketSize = found.outPacketSize
     }
 
     // MARK: Transfers
 
-    /// Submits one IN transfer; returns why not, if it could not.
-    private func submitRead() -> String? {
-        guard let handle, let transfer = libusb_alloc_transfer(0) else { return "cannot allocate a transfer" }
-        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.readSize)
-        libusb_fill_bulk_transfer(transfer, handle, endpointIn, buffer, Int32(Self.readSize), usbCallback,
-                                  Unmanaged.passUnretained(self).toOpaque(), 0)
-        return submit(transfer)
+    /// Submits one IN transfer, unless the transport is ending.
+    private func submitRead() {
+        state.withLock { state in
+            guard let device = state.device, state.dead == nil else { return }
+            guard let transfer = libusb_alloc_transfer(0) else {
+                markDead(&state, TransportError(.other, "cannot allocate a transfer"))
+                return
+            }
+            let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.readSize)
+            libusb_fill_bulk_transfer(transfer, device.handle, device.interface.endpointIn, buffer, Int32(Self.readSize), usbCallback,
+                                      Unmanaged.passUnretained(self).toOpaque(), 0)
+            _ = submit(transfer, &state)
+        }
     }
 
-    private func submit(_ transfer: UnsafeMutablePointer<libusb_transfer>) -> String? {
-        let refused = state.withLock { current -> Bool in
-            guard current.dead == nil else { return true }
-            current.transfers.insert(UInt(bitPattern: transfer))
-            return false
-        }
-        if refused {
-            Self.release(transfer)
-            return nil
-        }
+    /// Submits `transfer` (under the lock, while the device is set and the
+    /// transport alive); a failure frees it and marks the transport dead.
+    private func submit(_ transfer: UnsafeMutablePointer<libusb_transfer>, _ state: inout State) -> Bool {
         let result = libusb_submit_transfer(transfer)
         guard result == 0 else {
-            let address = UInt(bitPattern: transfer)
-            _ = state.withLock { $0.transfers.remove(address) }
             Self.release(transfer)
-            return result == USBError.noDevice.code ? "the device was unplugged" : "cannot submit a transfer: \(USBError(result))"
+            markDead(&state, result == USBError.noDevice.code ? Self.unplugged : TransportError("cannot submit a transfer", USBError(result)))
+            return false
         }
-        return nil
+        state.transfers.insert(UInt(bitPattern: transfer))
+        return true
     }
 
     public func write(_ bytes: [UInt8]) {
-        guard !bytes.isEmpty, let handle, let transfer = libusb_alloc_transfer(0) else { return }
-        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes.count)
-        bytes.withUnsafeBufferPointer { buffer.initialize(from: $0.baseAddress!, count: bytes.count) }
-        libusb_fill_bulk_transfer(transfer, handle, endpointOut, buffer, Int32(bytes.count), usbCallback,
-                                  Unmanaged.passUnretained(self).toOpaque(), 0)
-        if let problem = submit(transfer) {
-            markDead(problem)
-            return
-        }
-        // A write that fills whole packets ends with a zero-length packet, or
-        // a FunctionFS reader with a larger buffer waits for more (in the lab
-        // a 512-byte link packet waited for the 1 s retransmission). Sent as
-        // a transfer of its own: LIBUSB_TRANSFER_ADD_ZERO_PACKET was not
-        // honoured by dummy_hcd, a separate zero-length transfer is.
-        if bytes.count % outPacketSize == 0, let zero = libusb_alloc_transfer(0) {
-            libusb_fill_bulk_transfer(zero, handle, endpointOut, nil, 0, usbCallback, Unmanaged.passUnretained(self).toOpaque(), 0)
-            if let problem = submit(zero) { markDead(problem) }
+        guard !bytes.isEmpty else { return }
+        state.withLock { state in
+            guard let device = state.device, state.dead == nil, let transfer = libusb_alloc_transfer(0) else { return }
+            let endpoint = device.interface.endpointOut
+            let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes.count)
+            bytes.withUnsafeBufferPointer { buffer.initialize(from: $0.baseAddress!, count: bytes.count) }
+            libusb_fill_bulk_transfer(transfer, device.handle, endpoint, buffer, Int32(bytes.count), usbCallback,
+                                      Unmanaged.passUnretained(self).toOpaque(), 0)
+            guard submit(transfer, &state) else { return }
+            // A write that fills whole packets ends with a zero-length packet, or
+            // a FunctionFS reader with a larger buffer waits for more (in the lab
+            // a 512-byte link packet waited for the 1 s retransmission). Sent as
+            // a transfer of its own: LIBUSB_TRANSFER_ADD_ZERO_PACKET was not
+            // honoured by dummy_hcd, a separate zero-length transfer is.
+            if bytes.count % device.interface.outPacketSize == 0, let zero = libusb_alloc_transfer(0) {
+                libusb_fill_bulk_transfer(zero, device.handle, endpoint, nil, 0, usbCallback, Unmanaged.passUnretained(self).toOpaque(), 0)
+                _ = submit(zero, &state)
+            }
         }
     }
 
@@ -289,18 +338,18 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
                     let handler = state.withLock { $0.dead == nil ? $0.handler : nil }
                     handler?(.received(bytes))
                 }
-                if let problem = submitRead() { markDead(problem) }
+                submitRead()
             }
         case LIBUSB_TRANSFER_NO_DEVICE:
-            markDead("the device was unplugged")
+            state.withLock { markDead(&$0, Self.unplugged) }
         case LIBUSB_TRANSFER_CANCELLED:
             break
         case LIBUSB_TRANSFER_STALL:
-            markDead("endpoint 0x\(String(transfer.pointee.endpoint, radix: 16)) stalled")
+            state.withLock { markDead(&$0, TransportError(.other, "endpoint 0x\(String(transfer.pointee.endpoint, radix: 16)) stalled")) }
         case LIBUSB_TRANSFER_TIMED_OUT:
-            if isRead, let problem = submitRead() { markDead(problem) }
+            if isRead { submitRead() }
         default:
-            markDead("a transfer failed (\(Self.statusName(status)))")
+            state.withLock { markDead(&$0, TransportError(.other, "a transfer failed (\(Self.statusName(status)))")) }
         }
     }
 
@@ -312,12 +361,16 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
         }
     }
 
-    private func markDead(_ reason: String) {
-        state.withLock { if $0.dead == nil { $0.dead = reason } }
-        if let context { libusb_interrupt_event_handler(context) }
+    private static let unplugged = TransportError(.notFound, "the device was unplugged")
+
+    /// Records the first reason the transport ends and wakes the event
+    /// thread to wind it down.
+    private func markDead(_ state: inout State, _ reason: TransportError) {
+        if state.dead == nil { state.dead = reason }
+        if let device = state.device { libusb_interrupt_event_handler(device.context) }
     }
 
-    public func close() { markDead("closed by this end") }
+    public func close() { state.withLock { markDead(&$0, TransportError(.closed, "closed by this end")) } }
 
     private static func release(_ transfer: UnsafeMutablePointer<libusb_transfer>) {
         transfer.pointee.buffer?.deallocate()
@@ -327,13 +380,13 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
 
     // MARK: The event thread
 
-    private func eventLoop() {
-        guard let context else { return }
+    private func eventLoop(_ device: Device) {
+        for _ in 0..<Self.inFlight { submitRead() }
         var cancelled = false
         while true {
             var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
-            _ = libusb_handle_events_timeout_completed(context, &timeout, nil)
-            let (finished, dead, pending) = state.withLock { current -> ([UInt], String?, [UInt]) in
+            _ = libusb_handle_events_timeout_completed(device.context, &timeout, nil)
+            let (finished, dead, pending) = state.withLock { current -> ([UInt], TransportError?, [UInt]) in
                 defer { current.finished.removeAll() }
                 return (current.finished, current.dead, Array(current.transfers))
             }
@@ -341,6 +394,8 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
                 if let transfer = UnsafeMutablePointer<libusb_transfer>(bitPattern: address) { Self.release(transfer) }
             }
             guard let reason = dead else { continue }
+            // Once dead, nothing more is submitted: `pending` holds every
+            // transfer still in flight, and only this thread frees them.
             if !cancelled {
                 for address in pending {
                     if let transfer = UnsafeMutablePointer<libusb_transfer>(bitPattern: address) { libusb_cancel_transfer(transfer) }
@@ -349,19 +404,14 @@ public final class USBHostTransport: Transport, @unchecked Sendable {
             }
             // Drain: every cancelled transfer must come back before closing.
             guard pending.isEmpty else { continue }
-            if let handle {
-                _ = libusb_release_interface(handle, interfaceNumber)
-                libusb_close(handle)
-                self.handle = nil
-            }
-            libusb_exit(context)
-            self.context = nil
             let handler = state.withLock { current -> (@Sendable (TransportEvent) -> Void)? in
+                current.device = nil
                 guard !current.reported else { return nil }
                 current.reported = true
                 defer { current.handler = nil }
                 return current.handler
             }
+            device.release()
             handler?(.closed(reason))
             return
         }

@@ -5,6 +5,7 @@ import CLibUDev
 import IAPHotplug
 import IAPTransport
 import Synchronization
+import SystemPackage
 
 /// Watches USB devices come and go through a udev monitor (subsystem usb,
 /// device type usb_device) on its own thread, without busy polling: the
@@ -37,7 +38,7 @@ public final class UdevMonitor: Sendable {
 
     public init() throws(UdevError) {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw UdevError("cannot create a wake-up pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&fds) == 0 else { throw UdevError("cannot create a wake-up pipe: \(Errno(rawValue: errno).description)") }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         wake = (fds[0], fds[1])
     }
@@ -45,7 +46,7 @@ public final class UdevMonitor: Sendable {
     /// Starts listening, reports the devices present, then live events, each
     /// on the monitor's thread, until `stop()`.
     public func start(_ handler: @escaping @Sendable (Event) -> Void) throws(UdevError) {
-        guard let udev = udev_new() else { throw UdevError("udev_new failed: \(String(cString: strerror(errno)))") }
+        guard let udev = udev_new() else { throw UdevError("udev_new failed: \(Errno(rawValue: errno).description)") }
         guard let monitor = udev_monitor_new_from_netlink(udev, "udev") else {
             udev_unref(udev)
             throw UdevError("cannot open a udev monitor (is systemd-udevd running? in a container /run/udev may be missing)")
@@ -55,7 +56,7 @@ public final class UdevMonitor: Sendable {
         guard status >= 0 else {
             udev_monitor_unref(monitor)
             udev_unref(udev)
-            throw UdevError("cannot listen for udev events: \(String(cString: strerror(-status)))")
+            throw UdevError("cannot listen for udev events: \(Errno(rawValue: -status).description)")
         }
         let handles = Handles(udev: udev, monitor: monitor)
         do {
@@ -83,6 +84,9 @@ public final class UdevMonitor: Sendable {
     }
 
     /// libudev handles owned by the monitor thread alone.
+    ///
+    /// `@unchecked Sendable`: made before the thread starts and handed to
+    /// it; from then on only that thread uses them, and it frees them.
     private struct Handles: @unchecked Sendable {
         let udev: OpaquePointer
         let monitor: OpaquePointer
@@ -112,7 +116,7 @@ public final class UdevMonitor: Sendable {
             let ready = poll(&fds, 2, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
-                handler(.failed("poll on the udev monitor failed: \(String(cString: strerror(errno)))"))
+                handler(.failed("poll on the udev monitor failed: \(Errno(rawValue: errno).description)"))
                 return
             }
             if fds[1].revents != 0 { return }

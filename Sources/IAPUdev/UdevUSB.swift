@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CLibUDev
 import IAPHotplug
+import SystemPackage
 
 /// A libudev failure, saying which call failed and why.
 public struct UdevError: Error, CustomStringConvertible, Sendable {
@@ -29,7 +30,7 @@ public struct UdevUSBDevice: Hashable, Sendable {
     public var access: (allowed: Bool, problem: String?) {
         guard let devnode else { return (false, "no device node") }
         if Glibc.access(devnode, R_OK | W_OK) == 0 { return (true, nil) }
-        return (false, "\(devnode): \(String(cString: strerror(errno)))")
+        return (false, "\(devnode): \(Errno(rawValue: errno).description)")
     }
 }
 
@@ -37,7 +38,7 @@ public struct UdevUSBDevice: Hashable, Sendable {
 public enum UdevUSB {
     /// Every USB device (not interfaces) present now, in sysfs path order.
     public static func presentDevices() throws(UdevError) -> [UdevUSBDevice] {
-        guard let udev = udev_new() else { throw UdevError("udev_new failed: \(String(cString: strerror(errno)))") }
+        guard let udev = udev_new() else { throw UdevError("udev_new failed: \(Errno(rawValue: errno).description)") }
         defer { udev_unref(udev) }
         return try presentDevices(udev).compactMap { describe($0, action: "add")?.device }
     }
@@ -49,7 +50,7 @@ public enum UdevUSB {
         udev_enumerate_add_match_subsystem(enumerate, "usb")
         udev_enumerate_add_match_property(enumerate, "DEVTYPE", "usb_device")
         let status = udev_enumerate_scan_devices(enumerate)
-        guard status >= 0 else { throw UdevError("cannot enumerate USB devices: \(String(cString: strerror(-status)))") }
+        guard status >= 0 else { throw UdevError("cannot enumerate USB devices: \(Errno(rawValue: -status).description)") }
         var devices: [OpaquePointer] = []
         var entry = udev_enumerate_get_list_entry(enumerate)
         while let current = entry {

@@ -162,7 +162,7 @@ extension Conformance {
         try counterpart?.start()
         let loop = Task { [counterpart] in await counterpart?.run() }
         let results = await body(transport)
-        counterpart?.driver.close()
+        await counterpart?.driver.close()
         loop.cancel()
         return results
     }

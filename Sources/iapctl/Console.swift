@@ -4,6 +4,7 @@ import Glibc
 #endif
 import IAPTransport
 import Logging
+import Synchronization
 
 /// Where the CLI writes. Results (decoded traces, JSON, the head unit's
 /// transcript, ping times) go to standard output; logs go through swift-log
@@ -11,6 +12,14 @@ import Logging
 /// two streams interleave readably in one terminal.
 enum Console {
     static let start = MonotonicClock.now()
+    /// The level `bootstrap` chose, for loggers made with a label read later.
+    static let level = Mutex(Logger.Level.info)
+
+    /// A logger whose name is read at each message (a connection numbered once it opens).
+    static func logger(_ label: @escaping @Sendable () -> String) -> Logger {
+        let level = self.level.withLock { $0 }
+        return Logger(label: "connection") { _ in ConsoleLogHandler(label: label, logLevel: level) }
+    }
 
     /// Seconds since the start, e.g. `12.034`.
     static func stamp() -> String {
@@ -39,13 +48,23 @@ struct Log: Sendable {
 /// swift-log's handler for the CLI: `[12.034] who: message` on standard
 /// error, with the level named for warnings and worse.
 struct ConsoleLogHandler: LogHandler {
-    let label: String
+    /// Read at each message: a connection's name may be known only later (supervise).
+    let label: @Sendable () -> String
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
 
+    init(label: String, logLevel: Logger.Level) {
+        self.init(label: { label }, logLevel: logLevel)
+    }
+
+    init(label: @escaping @Sendable () -> String, logLevel: Logger.Level) {
+        self.label = label
+        self.logLevel = logLevel
+    }
+
     func log(event: LogEvent) {
         let level = event.level >= .warning ? "\(event.level): " : ""
-        Console.write("[\(Console.stamp())] \(label): \(level)\(event.message)\n", to: 2)
+        Console.write("[\(Console.stamp())] \(label()): \(level)\(event.message)\n", to: 2)
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -84,6 +103,7 @@ struct LoggingOptions: ParsableArguments {
     func bootstrap() {
         _ = Console.start
         let level = self.level
+        Console.level.withLock { $0 = level }
         LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label, logLevel: level) }
     }
 }

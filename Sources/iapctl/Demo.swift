@@ -7,6 +7,7 @@ import IAPLink
 import IAPRoles
 import IAPTrace
 import IAPTransport
+import SystemPackage
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -87,13 +88,13 @@ struct Demo: ParsableCommand {
                                 timestampMicroseconds: epoch + entry.time.nanoseconds / 1000)
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create \(path): \(Errno(rawValue: errno).description)") }
         defer { close(fd) }
         let bytes = writer.bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            guard written > 0 else { throw CommandFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+            guard written > 0 else { throw CommandFailure(message: "cannot write \(path): \(Errno(rawValue: errno).description)") }
             offset += written
         }
     }

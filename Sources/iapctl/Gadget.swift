@@ -7,6 +7,7 @@ import IAPEndpoint
 import IAPLink
 import IAPTransport
 import Logging
+import SystemPackage
 
 struct Gadget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -84,6 +85,7 @@ struct Gadget: AsyncParsableCommand {
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
             let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: endpointAuthentication, logger: Logger(label: label))
+            if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label, $0) } }
             // A new phone program on the host side gets a fresh link without a
             // replug: the accessory link end starts over by itself.
             do {
@@ -115,11 +117,11 @@ struct Gadget: AsyncParsableCommand {
         }
         let path = gadget + "/UDC"
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(String(cString: strerror(errno))) (run scripts/gadget-setup.sh as root first)") }
+        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
         defer { close(fd) }
         let line = name + "\n"
         let written = line.withCString { write(fd, $0, strlen($0)) }
-        guard written > 0 else { throw ValidationError("binding to \(name) failed: \(String(cString: strerror(errno)))") }
+        guard written > 0 else { throw ValidationError("binding to \(name) failed: \(Errno(rawValue: errno).description)") }
         logger("gadget", "bound to UDC \(name)")
     }
 }

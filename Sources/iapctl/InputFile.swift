@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SystemPackage
 
 /// A file (or standard input) read in fixed-size chunks, so that memory stays
 /// constant whatever the file's size.
@@ -28,7 +29,7 @@ struct InputFile: ~Copyable {
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw OpenError(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+            throw OpenError(description: "cannot open \(path): \(Errno(rawValue: errno).description)")
         }
         var info = stat()
         if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
@@ -52,7 +53,7 @@ struct InputFile: ~Copyable {
             let count = read(descriptor, buffer.baseAddress, Self.chunkSize)
             if count < 0 {
                 if errno == EINTR { continue }
-                throw OpenError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+                throw OpenError(description: "cannot read \(path): \(Errno(rawValue: errno).description)")
             }
             if count == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))

@@ -164,8 +164,8 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
         group.addTask { await end.run() }
         if let counterpart { group.addTask { await counterpart.run() } }
         await group.next()
-        end.driver.close()
-        counterpart?.driver.close()
+        await end.driver.close()
+        await counterpart?.driver.close()
         await group.waitForAll()
     }
     shell.attach(nil)

@@ -67,16 +67,47 @@ struct Ping: AsyncParsableCommand {
                 if let responder { group.addTask { await responder.run() } }
             }
         }
-        defer {
-            end.driver.close()
-            responder?.driver.close()
-            loops.cancel()
+        let measured: Result<(rtts: [Double], lost: Int), any Error>
+        do {
+            measured = .success(try await pings(over: end, answers: answers))
+        } catch {
+            measured = .failure(error)
         }
+        // RST goes out before the figures are printed or the error thrown.
+        await end.driver.close()
+        await responder?.driver.close()
+        loops.cancel()
+        let (rtts, lost) = try measured.get()
+        let sorted = rtts.sorted()
+        func percentile(_ p: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            return sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded(.up)))]
+        }
+        if json {
+            var object = JSONObjectWriter()
+            object.string("transport", options.transport.description)
+            object.integer("sent", count)
+            object.integer("received", rtts.count)
+            object.integer("size", size)
+            object.raw("min_ms", millisecondsText(sorted.first ?? 0))
+            object.raw("median_ms", millisecondsText(percentile(0.5)))
+            object.raw("p99_ms", millisecondsText(percentile(0.99)))
+            object.raw("max_ms", millisecondsText(sorted.last ?? 0))
+            print(object.finish())
+        } else {
+            print("\(count) sent, \(rtts.count) received, \(lost) lost; round trip min \(millisecondsText(sorted.first ?? 0)) / median \(millisecondsText(percentile(0.5))) / p99 \(millisecondsText(percentile(0.99))) ms")
+        }
+        if rtts.isEmpty { throw ExitCode(1) }
+    }
+
+    /// Waits for the link, then sends the pings one at a time; the round
+    /// trips of those answered, and how many were not.
+    private func pings(over end: MediaEndpoint, answers: AnswerBox) async throws -> (rtts: [Double], lost: Int) {
         // Wait for the link.
         let start = MonotonicClock.now()
         while !end.driver.isUp {
-            if let reason = end.transportClosedReason {
-                throw CommandFailure(message: "cannot reach the other end: \(reason)")
+            if let error = end.transportError {
+                throw CommandFailure(message: "cannot reach the other end: \(error)")
             }
             if Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9 > timeout * 4 {
                 throw CommandFailure(message: "the link did not come up over \(options.transport) within \(Int(timeout * 4)) s (is the other end running and speaking iAP2?)")
@@ -109,26 +140,7 @@ struct Ping: AsyncParsableCommand {
                 if !json { Console.result("ping", "seq=\(sequence): no answer within \(timeout) s") }
             }
         }
-        let sorted = rtts.sorted()
-        func percentile(_ p: Double) -> Double {
-            guard !sorted.isEmpty else { return 0 }
-            return sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded(.up)))]
-        }
-        if json {
-            var object = JSONObjectWriter()
-            object.string("transport", options.transport.description)
-            object.integer("sent", count)
-            object.integer("received", rtts.count)
-            object.integer("size", size)
-            object.raw("min_ms", millisecondsText(sorted.first ?? 0))
-            object.raw("median_ms", millisecondsText(percentile(0.5)))
-            object.raw("p99_ms", millisecondsText(percentile(0.99)))
-            object.raw("max_ms", millisecondsText(sorted.last ?? 0))
-            print(object.finish())
-        } else {
-            print("\(count) sent, \(rtts.count) received, \(lost) lost; round trip min \(millisecondsText(sorted.first ?? 0)) / median \(millisecondsText(percentile(0.5))) / p99 \(millisecondsText(percentile(0.99))) ms")
-        }
-        if rtts.isEmpty { throw ExitCode(1) }
+        return (rtts, lost)
     }
 }
 

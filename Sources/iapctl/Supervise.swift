@@ -64,6 +64,9 @@ struct Supervise: AsyncParsableCommand {
 
     private enum Input: Sendable {
         case udev(UdevMonitor.Event)
+        /// An open on its thread finished: the endpoint is running, or the
+        /// error says why not.
+        case openFinished(PendingOpen, TransportError?)
         case ended(connection: Int, reason: String)
         case tick
     }
@@ -89,6 +92,11 @@ struct Supervise: AsyncParsableCommand {
         var opened = 0 // the supervisor numbers connections in the order opens succeed
         var endpoints: [Int: MediaEndpoint] = [:]
         var opening: [String: (MediaEndpoint, ConnectionLabel)] = [:] // by syspath, between open and connected
+        // Opening blocks (libusb), so it runs on a thread of its own, one
+        // device at a time: each open knows the connection number it gets
+        // if it succeeds, and the others wait their turn here.
+        var waitingOpens: [(USBDeviceInfo, attempt: Int)] = []
+        var openInFlight = false
         var ended = 0
         var timer: Task<Void, Never>?
         func schedule() {
@@ -101,6 +109,33 @@ struct Supervise: AsyncParsableCommand {
             }
         }
 
+        func startOpen(_ device: USBDeviceInfo, attempt: Int) {
+            let selector = USBDeviceSelector(vendorID: device.vendorID, productID: device.productID,
+                                             location: device.bus.flatMap { bus in device.address.map { (UInt8(truncatingIfNeeded: bus), $0) } })
+            let label = ConnectionLabel()
+            let usb = USBHostTransport(selector: selector)
+            let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
+            let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil,
+                                         authentication: endpointAuthentication, logger: Console.logger { label.text })
+            if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label.text, $0) } }
+            // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
+            endpoint.stopWhen = { $0.endReason != nil }
+            let open = PendingOpen(syspath: device.syspath, selector: selector, attempt: attempt, endpoint: endpoint, label: label)
+            openInFlight = true
+            do throws(TransportError) {
+                try DedicatedThread.start("opening \(selector)") {
+                    do throws(TransportError) {
+                        try endpoint.start()
+                        feed.yield(.openFinished(open, nil))
+                    } catch {
+                        feed.yield(.openFinished(open, error))
+                    }
+                }
+            } catch {
+                feed.yield(.openFinished(open, error))
+            }
+        }
+
         for await input in inputs {
             let now = MonotonicClock.now()
             var actions: [DeviceSupervisor.Action]
@@ -110,36 +145,34 @@ struct Supervise: AsyncParsableCommand {
             case .udev(let event):
                 guard let hotplug = event.hotplug else { continue }
                 actions = supervisor.hotplug(hotplug, now: now)
+            case .openFinished(let open, let error):
+                openInFlight = false
+                if let error {
+                    // Every failure is retried a bounded number of times: just after
+                    // "add", udev may not have applied the rules yet, and a device may
+                    // still be switching configuration.
+                    logger("supervise", "\(open.selector): attempt \(open.attempt) failed: \(error)")
+                    actions = supervisor.openFailed(open.syspath, reason: error.description, retryable: true, now: now)
+                } else {
+                    actions = supervisor.opened(open.syspath)
+                    if actions.contains(where: { if case .connected = $0 { true } else { false } }) {
+                        opened += 1
+                        opening[open.syspath] = (open.endpoint, open.label)
+                    } else {
+                        // Unplugged while it was opening: the supervisor no longer wants it.
+                        await open.endpoint.driver.close()
+                    }
+                }
             case .ended(let connection, let reason):
                 actions = supervisor.connectionEnded(connection, reason: reason)
             case .tick:
                 actions = supervisor.tick(now: now)
             }
-            // Acting can produce more actions (an open succeeds or fails at once).
             while !actions.isEmpty {
                 let action = actions.removeFirst()
                 switch action {
                 case .open(let device, let attempt):
-                    let selector = USBDeviceSelector(vendorID: device.vendorID, productID: device.productID,
-                                                     location: device.bus.flatMap { bus in device.address.map { (UInt8(truncatingIfNeeded: bus), $0) } })
-                    let label = ConnectionLabel()
-                    let usb = USBHostTransport(selector: selector)
-                    let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
-                    let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: endpointAuthentication, logger: Logger(label: label.text))
-                    // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
-                    endpoint.stopWhen = { $0.endReason != nil }
-                    do {
-                        try endpoint.start()
-                        opened += 1
-                        opening[device.syspath] = (endpoint, label)
-                        actions += supervisor.opened(device.syspath)
-                    } catch {
-                        // Every failure is retried a bounded number of times: just after
-                        // "add", udev may not have applied the rules yet, and a device may
-                        // still be switching configuration.
-                        logger("supervise", "\(selector): attempt \(attempt) failed: \(error)")
-                        actions += supervisor.openFailed(device.syspath, reason: error.description, retryable: true, now: now)
-                    }
+                    waitingOpens.append((device, attempt))
                 case .connected(let number, let device):
                     guard let (endpoint, label) = opening.removeValue(forKey: device.syspath) else { continue }
                     label.text = "\(role) #\(number)"
@@ -153,16 +186,20 @@ struct Supervise: AsyncParsableCommand {
                     logger("\(role) #\(number)", "disconnected: \(describe(device)): \(reason)")
                     ended += 1
                 case .close(let number):
-                    endpoints.removeValue(forKey: number)?.driver.close()
+                    await endpoints.removeValue(forKey: number)?.driver.close()
                 case .gaveUp(let device, let reason):
                     logger("supervise", "gave up on \(describe(device)): \(reason)")
                 }
+            }
+            if !openInFlight, !waitingOpens.isEmpty {
+                let (device, attempt) = waitingOpens.removeFirst()
+                startOpen(device, attempt: attempt)
             }
             schedule()
             if let connections, ended >= connections { break }
         }
         timer?.cancel()
-        for endpoint in endpoints.values { endpoint.driver.close() }
+        for endpoint in endpoints.values { await endpoint.driver.close() }
     }
 
     private func describe(_ device: USBDeviceInfo) -> String {
@@ -170,6 +207,15 @@ struct Supervise: AsyncParsableCommand {
         guard let bus = device.bus, let address = device.address else { return ids }
         return "\(ids) on bus \(bus) device \(address)"
     }
+}
+
+/// A device being opened on a thread of its own.
+private struct PendingOpen: Sendable {
+    let syspath: String
+    let selector: USBDeviceSelector
+    let attempt: Int
+    let endpoint: MediaEndpoint
+    let label: ConnectionLabel
 }
 
 /// The log label of a connection, known once the supervisor numbers it.

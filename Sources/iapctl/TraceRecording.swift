@@ -6,6 +6,7 @@ import IAPLink
 import IAPTrace
 import IAPTransport
 import Synchronization
+import SystemPackage
 
 /// Writes live traffic to a usbmon pcapng file as it happens, so that
 /// `iapctl decode` and Wireshark read it and a killed program leaves every
@@ -23,7 +24,7 @@ final class TraceFile: Sendable {
 
     init(path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create the trace \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw CommandFailure(message: "cannot create the trace \(path): \(Errno(rawValue: errno).description)") }
         self.path = path
         state = Mutex(State(fd: fd))
         state.withLock { Self.flush(&$0) }
@@ -58,7 +59,7 @@ final class TraceFile: Sendable {
             let written = bytes.withUnsafeBytes { write(state.fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 && errno == EINTR { continue }
             guard written > 0 else {
-                state.problem = "writing failed: \(String(cString: strerror(errno)))"
+                state.problem = "writing failed: \(Errno(rawValue: errno).description)"
                 return
             }
             offset += written

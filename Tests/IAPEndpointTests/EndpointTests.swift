@@ -39,7 +39,7 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
         for endpoint in endpoints { group.addTask { await endpoint.run() } }
         group.addTask { try? await Task.sleep(for: timeout) }
         await group.next()
-        for endpoint in endpoints { endpoint.driver.close() }
+        for endpoint in endpoints { await endpoint.driver.close() }
         group.cancelAll()
         await group.waitForAll()
     }

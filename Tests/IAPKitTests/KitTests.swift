@@ -100,26 +100,48 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
-    @Test func callsAfterTheConnectionEndedThrowDisconnected() async throws {
+    @Test func callsAfterTheConnectionEndedThrowTheClosedTransport() async throws {
         try await withPair { headUnit, _, _ in
             await headUnit.close()
-            do {
-                _ = try await headUnit.tabs()
-                Issue.record("a closed head unit answered")
-            } catch let error as HeadUnitError {
-                guard case .disconnected = error else {
-                    Issue.record("expected disconnected, got \(error)")
-                    return
-                }
+            await #expect { _ = try await headUnit.tabs() } throws: { error in
+                guard case .transport(let transport) = error as? HeadUnitError else { return false }
+                return transport.kind == .closed
             }
         }
     }
 
     @Test func aHeadUnitWithNoPhoneTimesOutConnecting() async throws {
         let (a, _) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .zero), towardsFirst: WireFaults(delay: .zero))
-        await #expect(throws: HeadUnitError.self) {
+        await #expect {
             _ = try await HeadUnit.connect(over: a, configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral(), connectTimeout: .milliseconds(300)))
+        } throws: { error in
+            guard case .transport(let transport) = error as? HeadUnitError else { return false }
+            return transport.kind == .timedOut
         }
+    }
+
+    @Test func connectingToAPortNothingListensOnIsRefused() async throws {
+        let port = try TCPTransport.listener(host: "127.0.0.1", port: 0).port
+        do {
+            _ = try await HeadUnit.connect(to: "tcp:127.0.0.1:\(port)", configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral()))
+            Issue.record("connected to a port nothing listens on")
+        } catch HeadUnitError.transport(let error) {
+            #expect(error.kind == .refused, "\(error)")
+            #expect(error.description.contains("Connection refused"), "\(error)")
+        } catch {
+            Issue.record("expected HeadUnitError.transport, got \(error)")
+        }
+    }
+
+    @Test func aTransportNameThatDoesNotParseIsAnInvalidSpec() async throws {
+        await #expect { _ = try await HeadUnit.connect(to: "tcp:no-port") } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
+        await #expect { try await Phone(appName: "Tiny", content: nil).serve("loopback") } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
+    }
+
+    @Test func aPhoneThatCannotConnectThrowsTheTransportError() async throws {
+        let port = try TCPTransport.listener(host: "127.0.0.1", port: 0).port
+        let phone = Phone(appName: "Tiny", content: nil, configuration: .init(authentication: .off))
+        await #expect { try await phone.serve("tcp:127.0.0.1:\(port)") } throws: { ($0 as? TransportError)?.kind == .refused }
     }
 }
 

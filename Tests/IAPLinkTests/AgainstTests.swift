@@ -50,7 +50,7 @@ final class PingPeer: Sendable {
         let results = await AgainstSuite(transport: ours, timeout: Self.generous).run(seed: 1) { _ in }
         #expect(results.map(\.name) == AgainstSuite.caseNames)
         for result in results { #expect(result.passed, "\(result.name): \(result.failures)") }
-        peer.driver.close()
+        await peer.driver.close()
     }
 
     @Test func aPeerThatDoesNotAnswerPingsFailsWithAReason() async throws {
@@ -62,7 +62,7 @@ final class PingPeer: Sendable {
         #expect(!ping.passed)
         #expect(ping.failures.first?.contains("was not answered") == true)
         #expect(results.first { $0.name == "detect" }?.passed == true)
-        peer.driver.close()
+        await peer.driver.close()
     }
 
     @Test func nothingAtTheOtherEndFailsTheHandshake() async throws {

@@ -22,7 +22,7 @@ final class DeafListener {
         }
         guard bound == 0, listen(descriptor, 1) == 0 else {
             close(descriptor)
-            throw TransportError("cannot listen: errno \(errno)")
+            throw TransportError("cannot listen", errno: errno)
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -53,7 +53,8 @@ final class DeafListener {
         }
         let reasons = events.withLock { $0.compactMap { if case .closed(let reason) = $0 { reason } else { nil } } }
         #expect(reasons.count == 1)
-        #expect(reasons.first?.contains("stopped reading") == true, "\(reasons)")
+        #expect(reasons.first?.kind == .timedOut, "\(reasons)")
+        #expect(reasons.first?.description.contains("stopped reading") == true, "\(reasons)")
         let closing = clock.now
         transport.close()
         #expect(clock.now - closing < .seconds(3))

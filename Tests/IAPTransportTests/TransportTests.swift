@@ -55,7 +55,7 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
         #expect(try TransportSpec(parsing: "serial:/dev/ttyUSB0@115200") == .serial(path: "/dev/ttyUSB0", baud: 115_200))
         #expect(try TransportSpec(parsing: "serial:/dev/ttyS1") == .serial(path: "/dev/ttyS1", baud: 115_200))
         for bad in ["usb", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:99999", "serial:ttyUSB0", "serial:/dev/x@12345"] {
-            #expect(throws: TransportError.self, "\(bad)") { try TransportSpec(parsing: bad) }
+            #expect("\(bad)") { try TransportSpec(parsing: bad) } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
         }
         #expect(try TransportSpec(parsing: "tcp-listen:[::1]:7000").description == "tcp-listen:[::1]:7000")
     }
@@ -77,8 +77,8 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
         let events = await deviceEvents.wait { received($0, session: 1).count >= payload.count }
         #expect(received(events, session: 1) == payload)
         #expect(events.filter(isUpEvent).count == 1)
-        accessory.close()
-        device.close()
+        await accessory.close()
+        await device.close()
     }
 
     @Test func linkOverTCPAndDisconnectReportedOnce() async throws {
@@ -110,16 +110,30 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
         #expect(after.contains { if case .link(.down(.transportClosed)) = $0 { true } else { false } })
     }
 
-    @Test func connectingToNothingIsAClearError() async throws {
-        let driver = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: 1))
+    @Test func connectingToNothingIsRefused() async throws {
+        let driver = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: try unusedPort()))
         let collector = EventCollector(driver)
         try driver.start()
         let events = await collector.wait { events in events.contains { if case .transportClosed = $0 { true } else { false } } }
-        guard case .transportClosed(let reason)? = events.last else {
+        guard case .transportClosed(let error)? = events.last else {
             Issue.record("no transport-closed event: \(events)")
             return
         }
-        #expect(reason.contains("cannot connect"))
+        #expect(error.kind == .refused, "\(error)")
+        #expect(error.description.contains("cannot connect"))
+        #expect(driver.transportError == error)
+    }
+
+    /// glibc rejects a name with spaces without asking any name server.
+    @Test func aHostThatDoesNotResolveIsNotFound() async throws {
+        let closed = try await closedReason(of: TCPTransport.connect(host: "no such host", port: 7000))
+        #expect(closed?.kind == .notFound, "\(String(describing: closed))")
+        #expect(closed?.description == "tcp:no such host:7000: cannot resolve no such host: Name or service not known", "\(String(describing: closed))")
+    }
+
+    @Test func aPortInUseIsBusy() throws {
+        let first = try TCPTransport.listener(host: "127.0.0.1", port: 0)
+        #expect { try TCPTransport.listener(host: "127.0.0.1", port: first.port) } throws: { ($0 as? TransportError)?.kind == .busy }
     }
 }
 
@@ -140,13 +154,13 @@ import Glibc
         var unlock: Int32 = 0
         var number: UInt32 = 0
         guard ioctl(master, setLock, &unlock) == 0, ioctl(master, getNumber, &number) == 0 else {
-            Issue.record("cannot set up a pseudo-terminal: \(String(cString: strerror(errno)))")
+            Issue.record("cannot set up a pseudo-terminal: errno \(errno)")
             return
         }
         let path = "/dev/pts/\(number)"
         let transport = SerialTransport.open(path: path, baud: 115_200)
         let received = Locked<[UInt8]>([])
-        let closed = Locked<String?>(nil)
+        let closed = Locked<TransportError?>(nil)
         try transport.start { event in
             switch event {
             case .received(let bytes): received.withLock { $0 += bytes }
@@ -174,15 +188,27 @@ import Glibc
         #expect(back == Array(all.reversed()))
         transport.close()
         while closed.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(closed.withLock { $0 } == "closed by this end")
+        #expect(closed.withLock { $0 } == TransportError(.closed, "closed by this end"))
     }
 
-    @Test func aMissingPortIsAClearError() async throws {
-        let transport = SerialTransport.open(path: "/dev/does-not-exist-iap", baud: 9600)
-        let closed = Locked<String?>(nil)
-        try transport.start { event in if case .closed(let reason) = event { closed.withLock { $0 = reason } } }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while closed.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(closed.withLock { $0 }?.contains("cannot open /dev/does-not-exist-iap") == true)
+    @Test func aMissingPortIsNotFound() async throws {
+        let closed = try await closedReason(of: SerialTransport.open(path: "/dev/does-not-exist-iap", baud: 9600))
+        #expect(closed?.kind == .notFound, "\(String(describing: closed))")
+        #expect(closed?.description.contains("cannot open /dev/does-not-exist-iap: No such file or directory") == true, "\(String(describing: closed))")
     }
+}
+
+/// Starts `transport` and waits (5 s at most) for it to close; why it did.
+func closedReason(of transport: Transport) async throws -> TransportError? {
+    let closed = Locked<TransportError?>(nil)
+    try transport.start { event in if case .closed(let reason) = event { closed.withLock { $0 = reason } } }
+    let deadline = ContinuousClock.now + .seconds(5)
+    while closed.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    return closed.withLock { $0 }
+}
+
+/// A loopback port nothing listens on: bound by a listener that is then
+/// closed.
+func unusedPort() throws -> UInt16 {
+    try TCPTransport.listener(host: "127.0.0.1", port: 0).port
 }
