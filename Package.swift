@@ -155,6 +155,8 @@ let package = Package(
         .testTarget(name: "IAPScreenTests", dependencies: ["IAPScreen", "IAPRoles", "IAPLink"]),
         .testTarget(name: "IAPKitTests", dependencies: ["IAPKit", "IAPRoles", "IAPTransport", "IAPAuthentication"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
+        // Runs the built iapctl (an executable target cannot be imported): exit statuses, standard output and error.
+        .testTarget(name: "IAPCtlTests", dependencies: ["IAPTrace", "IAPWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -51,12 +51,15 @@ type_keys(b"\x15rep\t")
 mark = len(screen)
 type_keys(b"a\t")
 check("tab completes a command's words (repeat a -> all)", b"ll" in screen[mark:])
-type_keys(b"\x15quit\r", 1.5)
-try:
-    done, status = os.waitpid(pid, os.WNOHANG)
-except ChildProcessError:
-    done, status = pid, 0
-check("quit ends the program", done == pid)
+type_keys(b"\x15quit\r", 0.2)
+done, quit_at = 0, time.time()
+while time.time() - quit_at < 10 and done != pid:
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        done = pid
+    read_for(0.05)
+check(f"quit ends the program ({time.time() - quit_at:.1f} s)", done == pid and time.time() - quit_at < 5)
 if done != pid:
     os.kill(pid, 9)
 history = os.path.join(home, "state", "iap-devkit", "head-unit-history")

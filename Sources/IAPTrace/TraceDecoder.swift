@@ -82,20 +82,24 @@ public struct TraceDecoder {
     /// Bytes of streams that never showed iAP traffic (other USB functions).
     public private(set) var unidentifiedBytes = 0
     public private(set) var droppedStreams = 0
+    /// HID reports fed (with `hid`), whatever they turned out to hold.
+    public private(set) var hidReports = 0
 
     public init(options: Options = Options()) {
         self.options = options
     }
 
-    /// Feeds bytes of one stream. `frame` and `line` locate them in the input.
+    /// Feeds bytes of one stream. `frame` and `line` locate them in the
+    /// input; `time` is the capture time (`TraceEvent.time`).
     public mutating func ingest(_ bytes: some Collection<UInt8>, stream key: StreamKey, frame: Int? = nil, line: Int? = nil,
-                                emit: (TraceEvent) -> Void) {
+                                time: Int64? = nil, emit: (TraceEvent) -> Void) {
+        if options.hid { hidReports += 1 }
         guard var state = takeState(key) else {
             unidentifiedBytes += bytes.count
             return
         }
         defer { streams[key] = state }
-        let context = Context(key: key, frame: frame, line: line)
+        let context = Context(key: key, frame: frame, line: line, time: time)
         if options.hid {
             ingestReport(Array(bytes), state: &state, context: context, emit: emit)
         } else {
@@ -105,10 +109,10 @@ public struct TraceDecoder {
     }
 
     /// Reports bytes the capture says moved but did not record.
-    public mutating func gap(_ count: Int, stream key: StreamKey, frame: Int?, emit: (TraceEvent) -> Void) {
+    public mutating func gap(_ count: Int, stream key: StreamKey, frame: Int?, time: Int64? = nil, emit: (TraceEvent) -> Void) {
         guard var state = takeState(key) else { return }
         defer { streams[key] = state }
-        let context = Context(key: key, frame: frame, line: nil)
+        let context = Context(key: key, frame: frame, line: nil, time: time)
         let event = context.event(.skipped(SkippedInfo(count: count, reason: "not_captured", detail: "the capture holds fewer bytes than the transfer moved")),
                                   offset: options.hid ? state.hidOffset : state.decoder.offset)
         output(event, state: &state, emit: emit)
@@ -118,7 +122,7 @@ public struct TraceDecoder {
     public mutating func finish(emit: (TraceEvent) -> Void) {
         for key in streamOrder {
             guard var state = streams[key] else { continue }
-            let context = Context(key: key, frame: nil, line: nil)
+            let context = Context(key: key, frame: nil, line: nil, time: nil)
             if !options.hid {
                 state.decoder.finish()
                 drain(&state, context: context, emit: emit)
@@ -138,9 +142,11 @@ public struct TraceDecoder {
         var key: StreamKey
         var frame: Int?
         var line: Int?
+        var time: Int64?
 
-        func event(_ body: TraceEvent.Body, offset: Int) -> TraceEvent {
-            TraceEvent(body: body, direction: key.direction, offset: offset, frame: frame, line: line, endpoint: key.endpoint)
+        func event(_ body: TraceEvent.Body, offset: Int, base: TraceEvent.OffsetBase = .stream) -> TraceEvent {
+            TraceEvent(body: body, direction: key.direction, offset: offset, frame: frame, line: line, endpoint: key.endpoint,
+                       offsetBase: base, time: time)
         }
     }
 
@@ -298,11 +304,12 @@ public struct TraceDecoder {
                         if let note = annotate(message.id, parameter) { info.annotations[parameter.id] = note }
                     }
                 }
-                output(context.event(.message(info), offset: offset), state: &state, emit: emit)
+                output(context.event(.message(info), offset: offset, base: .session(session)), state: &state, emit: emit)
             case .malformed(let id, let offset, let length, let error):
                 let name = MessageCatalog.name(of: id).map { " (\($0))" } ?? ""
                 let detail = "message 0x\(hex16(id))\(name) of \(length) bytes on session \(session): \(error.detail)"
-                output(context.event(.skipped(SkippedInfo(count: ControlMessage.headerLength, reason: "malformed_message", detail: detail)), offset: offset),
+                output(context.event(.skipped(SkippedInfo(count: ControlMessage.headerLength, reason: "malformed_message", detail: detail)), offset: offset,
+                                     base: .session(session)),
                        state: &state, emit: emit)
             case .oversized:
                 // These decoders accept the largest length a header can declare
@@ -310,7 +317,8 @@ public struct TraceDecoder {
                 // would follow as skipped anyway.
                 break
             case .skipped(let skip):
-                output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: "session \(session) stream")), offset: skip.offset),
+                output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: "session \(session) stream")), offset: skip.offset,
+                                     base: .session(session)),
                        state: &state, emit: emit)
             }
         }

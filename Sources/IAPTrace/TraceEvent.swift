@@ -28,17 +28,35 @@ public struct TraceEvent: Sendable {
         case skipped(SkippedInfo)
     }
 
+    /// What an event's `offset` counts.
+    public enum OffsetBase: Hashable, Sendable {
+        /// Bytes of the event's stream: its direction's (in a capture, its
+        /// endpoint's).
+        case stream
+        /// Bytes of this link session's reassembled message stream, in the
+        /// event's direction.
+        case session(UInt8)
+        /// Bytes of the input file (capture blocks that could not be read).
+        case file
+        /// Nothing: the event holds no bytes of any stream (an unreadable hex line).
+        case none
+    }
+
     public var body: Body
     public var direction: TraceDirection?
-    /// Byte offset in the event's stream: the direction's byte stream for
-    /// link, detect, iAP1 and skipped events; the session's reassembled byte
-    /// stream for messages.
+    /// Byte offset in what `offsetBase` names: the direction's byte stream
+    /// for link, detect, iAP1 and most skipped events; the session's
+    /// reassembled byte stream for messages.
     public var offset: Int
     /// Capture record number (1-based) in which the event's last byte arrived.
     public var frame: Int?
     /// Line number (1-based) for hex text input.
     public var line: Int?
     public var endpoint: CaptureEndpoint?
+    public var offsetBase: OffsetBase = .stream
+    /// Captures: nanoseconds from the capture's first record to the record
+    /// in which the event's last byte arrived; nil for inputs without time.
+    public var time: Int64?
 
     public var kind: String {
         switch body {

@@ -69,6 +69,8 @@ public struct TraceInputDecoder {
     private var lineNumber = 0
     private var lineTooLong = false
     private var capture = CaptureReader()
+    /// The timestamp that capture times count from.
+    private var firstRecordTime: Int64?
 
     public init(options: Options = Options()) {
         self.options = options
@@ -106,6 +108,7 @@ public struct TraceInputDecoder {
     }
 
     public mutating func finish(emit: (TraceEvent) -> Void) throws {
+        guard bytesRead > 0 else { throw TraceInputError("the input is empty; there is nothing to decode") }
         if detectedFormat == nil {
             begin(options.format == .auto ? Self.detectFormat(pending) : options.format)
             let held = pending
@@ -123,7 +126,7 @@ public struct TraceInputDecoder {
                 // The file ends inside a record: say so, keep what was decoded.
                 emit(TraceEvent(body: .skipped(SkippedInfo(count: capture.pendingByteCount, reason: "truncated",
                                                            detail: "the capture file ends inside a record")),
-                                direction: nil, offset: capture.offset, frame: capture.recordsRead + 1))
+                                direction: nil, offset: capture.offset, frame: capture.recordsRead + 1, offsetBase: .file))
             }
             if usbmonRecords == 0 && foreignRecords > 0 {
                 throw TraceInputError("the capture holds \(foreignRecords) records but none of Linux usbmon (link types 189 or 220); capture with `tcpdump -i usbmonN` or Wireshark on a usbmon interface")
@@ -159,7 +162,7 @@ public struct TraceInputDecoder {
                         // The block's bounds are known: say what was wrong with it and read on.
                         emit(TraceEvent(body: .skipped(SkippedInfo(count: block.length, reason: "malformed_block",
                                                                    detail: "capture \(block.description)")),
-                                        direction: nil, offset: block.offset))
+                                        direction: nil, offset: block.offset, offsetBase: .file))
                     }
                 }
             } catch {
@@ -201,7 +204,7 @@ public struct TraceInputDecoder {
         let line = lineNumber
         if lineTooLong {
             emit(TraceEvent(body: .skipped(SkippedInfo(count: 0, reason: "invalid_hex", detail: "line \(line) is longer than \(Self.maximumLineLength) characters")),
-                            direction: nil, offset: 0, line: line))
+                            direction: nil, offset: 0, line: line, offsetBase: .none))
             return
         }
         switch HexLine.parse(lineBuffer) {
@@ -209,7 +212,7 @@ public struct TraceInputDecoder {
             return
         case .invalid(let problem):
             emit(TraceEvent(body: .skipped(SkippedInfo(count: 0, reason: "invalid_hex", detail: "line \(line): \(problem)")),
-                            direction: nil, offset: 0, line: line))
+                            direction: nil, offset: 0, line: line, offsetBase: .none))
         case .bytes(let marker, let bytes):
             var direction: TraceDirection?
             if let marker {
@@ -223,6 +226,8 @@ public struct TraceInputDecoder {
     // MARK: Captures
 
     private mutating func handle(_ record: CaptureRecord, emit: (TraceEvent) -> Void) {
+        let first = firstRecordTime ?? record.timestampNanoseconds
+        firstRecordTime = first
         guard UsbmonEvent.headerLength(linkType: record.linkType) != nil else {
             foreignRecords += 1
             return
@@ -249,10 +254,11 @@ public struct TraceInputDecoder {
         let endpoint = CaptureEndpoint(bus: event.bus, device: event.device, endpoint: event.endpoint)
         let key = TraceDecoder.StreamKey(link: .init(bus: event.bus, device: event.device),
                                          direction: event.isIn ? .in : .out, endpoint: endpoint)
-        decoder.ingest(data, stream: key, frame: record.frame, emit: emit)
+        let time = record.timestampNanoseconds &- first
+        decoder.ingest(data, stream: key, frame: record.frame, time: time, emit: emit)
         let expected = event.dataLength
         if data.count < expected && !options.hid {
-            decoder.gap(expected - data.count, stream: key, frame: record.frame, emit: emit)
+            decoder.gap(expected - data.count, stream: key, frame: record.frame, time: time, emit: emit)
         }
     }
 }

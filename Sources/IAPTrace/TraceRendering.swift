@@ -51,6 +51,8 @@ public enum TraceJSON {
             json.string("reason", info.reason)
             if let detail = info.detail { json.string("detail", detail) }
         }
+        // Added keys go last, so that the existing keys keep their neighbours.
+        if let time = event.time { json.raw("t", TraceText.seconds(nanoseconds: time)) }
         return json.finish()
     }
 
@@ -190,14 +192,31 @@ public struct JSONObjectWriter {
 
 /// Renders trace events as readable text: one line per packet, with messages
 /// and their parameters indented below.
+///
+/// Each line starts with, for captures, the time in seconds from the first
+/// record; then the direction; where the event is (`#frame` and
+/// `bus.device epXX` for captures, `Lline` for hex text); and `@STREAM+N`,
+/// byte N of the stream STREAM: `out` or `in` (`stream` for input without
+/// directions) for the direction's (a capture endpoint's) byte stream,
+/// `out.s1` for session 1's reassembled messages in that direction, `file`
+/// for the capture file itself.
 public enum TraceText {
     public static func lines(for event: TraceEvent) -> [String] {
-        let direction = (event.direction?.rawValue ?? "-").padding(to: 3)
-        var location = ""
-        if let frame = event.frame { location += "#\(frame) " }
-        if let line = event.line { location += "L\(line) " }
-        if let endpoint = event.endpoint { location += "ep\(hexByte(endpoint.endpoint)) " }
-        let prefix = "\(direction) \(location)@\(event.offset)".padding(to: 20) + " "
+        var prefix = ""
+        let capture = event.frame != nil || event.endpoint != nil
+        if let time = event.time {
+            prefix += seconds(nanoseconds: time).padding(toLeft: 10) + " "
+        } else if capture {
+            prefix += String(repeating: " ", count: 11)
+        }
+        prefix += (event.direction?.rawValue ?? "-").padding(to: 3) + " "
+        if let frame = event.frame { prefix += "#\(frame) " }
+        if let line = event.line { prefix += "L\(line) " }
+        if let endpoint = event.endpoint { prefix += "\(endpoint.bus).\(endpoint.device) ep\(hexByte(endpoint.endpoint)) " }
+        if let stream = offsetLabel(event) { prefix += "@\(stream)+\(event.offset)" }
+        prefix = prefix.padding(to: capture ? 40 : 24) + " "
+        // Lines under the event line are indented from where its text starts.
+        let column = prefix.count
         switch event.body {
         case .detect:
             return [prefix + "detect FF 55 02 00 EE 10"]
@@ -208,7 +227,7 @@ public enum TraceText {
             if !info.checksumsOK { line += "  ** payload checksum mismatch **" }
             if info.retransmission { line += "  (retransmission)" }
             var lines = [line]
-            let indent = String(repeating: " ", count: 24)
+            let indent = String(repeating: " ", count: column + 3)
             if let sync = info.sync {
                 lines.append(indent + "sync v\(sync.version) max_outstanding=\(sync.maximumOutstandingPackets) max_packet_length=\(sync.maximumPacketLength)"
                              + (sync.isZeroAck ? " zero-ACK"
@@ -219,7 +238,7 @@ public enum TraceText {
             if let error = info.syncError { lines.append(indent + "sync payload unreadable: " + error) }
             if let eak = info.eak { lines.append(indent + "EAK sequence numbers: " + eak.map { String($0) }.joined(separator: " ")) }
             if let datagram = info.datagram {
-                var text = indent + "\(datagram.sessionType.name) datagram, \(datagram.length) bytes"
+                var text = indent + "\(datagram.sessionType.name) datagram, \(counted(datagram.length, "byte"))"
                 if let transfer = datagram.fileTransfer {
                     text += ": transfer \(transfer.transferID) \(transfer.control.name)"
                     if let size = transfer.fileSize { text += " size=\(size)" }
@@ -231,8 +250,8 @@ public enum TraceText {
             }
             return lines
         case .message(let info):
-            var lines = [prefix + "message session=\(info.session) \(info.name ?? "unknown") (0x\(hex16(info.id))) \(info.length) bytes"]
-            appendParameters(info.parameters, depth: 1, annotations: info.annotations, to: &lines)
+            var lines = [prefix + "message session=\(info.session) \(info.name ?? "unknown") (0x\(hex16(info.id))) \(counted(info.length, "byte"))"]
+            appendParameters(info.parameters, column: column, depth: 1, annotations: info.annotations, to: &lines)
             return lines
         case .iap1(let info):
             let lingo = IAP1Catalog.lingoNames[info.lingo] ?? "lingo 0x\(hexByte(info.lingo))"
@@ -243,20 +262,21 @@ public enum TraceText {
             if let error = info.error { line += "  (\(error))" }
             return [line]
         case .skipped(let info):
-            var line = prefix + "skipped \(info.count) bytes: \(info.reason)"
+            var line = prefix + "skipped \(counted(info.count, "byte")): \(info.reason)"
             if let detail = info.detail { line += " (\(detail))" }
             return [line]
         }
     }
 
-    static func appendParameters(_ parameters: [InterpretedParameter], depth: Int, annotations: [UInt16: String] = [:], to lines: inout [String]) {
-        let indent = String(repeating: " ", count: 22 + depth * 4)
+    static func appendParameters(_ parameters: [InterpretedParameter], column: Int, depth: Int, annotations: [UInt16: String] = [:],
+                                 to lines: inout [String]) {
+        let indent = String(repeating: " ", count: column + 1 + depth * 4)
         for parameter in parameters {
             let name = parameter.name ?? "param"
             switch parameter.value {
             case .group(let members):
                 lines.append(indent + "\(parameter.id) \(name):")
-                appendParameters(members, depth: depth + 1, to: &lines)
+                appendParameters(members, column: column, depth: depth + 1, to: &lines)
             default:
                 lines.append(indent + "\(parameter.id) \(name) = \(describe(parameter.value))")
             }
@@ -272,12 +292,36 @@ public enum TraceText {
         case .signed(let value): return String(value)
         case .enumeration(let value, let name): return name.map { "\(value) (\($0))" } ?? String(value)
         case .string(let value): return JSONObjectWriter.quoted(value)
-        case .blob(let bytes): return "<\(hexBytes(bytes.prefix(48), separator: " "))\(bytes.count > 48 ? " …" : "")> (\(bytes.count) bytes)"
+        case .blob(let bytes): return "<\(hexBytes(bytes.prefix(48), separator: " "))\(bytes.count > 48 ? " …" : "")> (\(counted(bytes.count, "byte")))"
         case .messageIDs(let ids): return ids.map { id in MessageCatalog.name(of: id).map { "\($0)" } ?? "0x\(hex16(id))" }.joined(separator: ", ")
         case .uint64s(let ids): return ids.map { String($0) }.joined(separator: ", ")
         case .group: return "(group)"
         case .invalid(let bytes, let reason): return "<\(hexBytes(bytes.prefix(48), separator: " "))> ** \(reason) **"
         }
+    }
+
+    /// What `@STREAM+N` names, or nil when the event has no offset.
+    static func offsetLabel(_ event: TraceEvent) -> String? {
+        let direction = event.direction?.rawValue ?? "stream"
+        switch event.offsetBase {
+        case .stream: return direction
+        case .session(let session): return "\(direction).s\(session)"
+        case .file: return "file"
+        case .none: return nil
+        }
+    }
+
+    /// A count and its noun, singular or plural: `1 byte`, `2 bytes`, `0 bytes`.
+    public static func counted(_ count: Int, _ noun: String) -> String {
+        "\(count) \(noun)\(count == 1 ? "" : "s")"
+    }
+
+    /// Seconds with six decimals: `0.000123`, `-1.500000`.
+    public static func seconds(nanoseconds: Int64) -> String {
+        let microseconds = (nanoseconds.magnitude + 500) / 1000
+        let fraction = String(microseconds % 1_000_000)
+        return (nanoseconds < 0 && microseconds > 0 ? "-" : "") + "\(microseconds / 1_000_000)."
+            + String(repeating: "0", count: 6 - fraction.count) + fraction
     }
 }
 
@@ -371,5 +415,10 @@ extension String {
     /// The string followed by spaces up to `width` characters (for tables).
     public func padding(to width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+
+    /// The string preceded by spaces up to `width` characters.
+    func padding(toLeft width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

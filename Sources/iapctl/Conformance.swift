@@ -8,13 +8,13 @@ import IAPTransport
 
 struct Conformance: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the link conformance cases between two link ends over a simulated, fault-injecting wire.",
+        abstract: "Run the conformance cases: link and session scenarios over a simulated, fault-injecting wire, or against another implementation.",
         discussion: """
-        Each case is a scenario between an accessory (head unit) end and a device
-        (phone) end of the iAP2 link, run in virtual time over an in-memory wire
-        with seeded faults (loss, duplication, reordering, corruption, delay,
-        bandwidth limits). The same seed always gives the same run, so a failure
-        can be replayed exactly with --seed and --case.
+        Each link case is a scenario between an accessory (head unit) end and a
+        device (phone) end of the iAP2 link, run in virtual time over an
+        in-memory wire with seeded faults (loss, duplication, reordering,
+        corruption, delay, bandwidth limits). The same seed always gives the same
+        run, so a failure can be replayed exactly with --seed and --case.
 
         The session cases (session-*) run the whole session between a phone and a
         head unit: authentication, identification, then media, with one end
@@ -22,16 +22,17 @@ struct Conformance: AsyncParsableCommand {
         step left out, an incomplete identification, undeclared messages).
 
         With --against TRANSPORT, the cases run in real time against another
-        implementation over TCP, a serial port or USB. --as head-unit (the default)
-        makes this project the accessory end: the link cases (stale bytes before
-        the handshake, detect, negotiation, diagnostic ping round trips, a message
-        spanning many packets, corrupted and duplicated packets, re-synchronisation
-        after RST), then, on a new connection, the device's session
-        (device-authentication, device-identification, device-media, declared
-        messages). --as phone makes this project the device end and checks an
-        accessory's session (accessory-link, -authentication with its certificate,
-        -identification, -media, -declared-messages). --against loopback runs
-        them against this project's own other end.
+        implementation over TCP, a serial port or USB (the --transport names of
+        `iapctl phone` and `head-unit`). --as head-unit (the default) makes this
+        project the accessory end: the link cases (stale bytes before the
+        handshake, detect, negotiation, diagnostic ping round trips, a message
+        spanning many packets, corrupted and duplicated packets,
+        re-synchronisation after RST), then, on a new connection, the device's
+        session (device-link, -authentication, -identification, -media,
+        -declared-messages). --as phone makes this project the device end and
+        checks an accessory's session (accessory-link, -authentication with its
+        certificate, -identification, -media, -declared-messages). --against
+        loopback runs them against this project's own other end.
 
         Examples:
           iapctl conformance                      # every case, seed 1
@@ -39,13 +40,15 @@ struct Conformance: AsyncParsableCommand {
           iapctl conformance --case eak-recovery --seed 7
           iapctl conformance --json | jq 'select(.passed == false)'
           iapctl conformance --against tcp:192.0.2.10:7000
-          iapctl conformance --against tcp-listen:0.0.0.0:7000 --as phone   # check an accessory that connects
+          iapctl conformance --against usb:auto          # a phone plugged in here
+          iapctl conformance --against tcp-listen:0.0.0.0:7000 --as phone
 
         The exit status is 0 when every case passed, 1 otherwise.
         """
     )
 
-    @Option(name: .customLong("case"), help: "Run only this case (repeatable; see --list).")
+    @Option(name: .customLong("case"), help: "Run only this case (repeatable; see --list).",
+            completion: .list(ConformanceCase.all.map(\.name)))
     var cases: [String] = []
 
     @Option(help: "Seed for the fault injection.")
@@ -57,7 +60,7 @@ struct Conformance: AsyncParsableCommand {
     @Flag(help: "Write one JSON object per case, then a summary object.")
     var json = false
 
-    @Option(help: ArgumentHelp("Run the real-time cases against another implementation over this transport (tcp:HOST:PORT, tcp-listen:HOST:PORT, serial:PATH@BAUD, or loopback for this project's own phone end).",
+    @Option(help: ArgumentHelp("Run the real-time cases against another implementation over this transport (\(TransportSpec.forms); loopback: against this project's own other end).",
                                valueName: "transport"), transform: parseTransport)
     var against: TransportSpec?
 

@@ -25,6 +25,13 @@ struct Decode: ParsableCommand {
         With no FILE, a built-in sample trace is decoded. FILE may be '-' for
         standard input.
 
+        Each text line starts with, for captures, the seconds since the first
+        record; the direction; where the bytes are (#frame and bus.device epXX
+        in a capture, Lline in hex text); and @STREAM+N, byte N of a stream:
+        out or in (stream when the input has no directions) for the bytes of a
+        direction (in a capture, of an endpoint), out.s1 for session 1's
+        messages in that direction, file for the capture file itself.
+
         Examples:
           iapctl decode                         # the built-in sample
           iapctl decode capture.pcapng --stats  # counts per message and problem
@@ -32,12 +39,15 @@ struct Decode: ParsableCommand {
           iapctl decode --hid reports.hex       # iAP1 over USB HID, one report a line
 
         The exit status is 0 when the input could be read, even if it held
-        garbage (reported as 'skipped' with a reason); it is 1 when the input
-        cannot be read at all.
+        garbage (reported as 'skipped' with a reason) or no iAP traffic at all
+        (said on standard error); it is 1, with the reason, when it cannot be
+        read: a missing or empty file, a directory, a capture that is cut short
+        in its header, of another link type than usbmon, or with a block length
+        that cannot be right.
         """
     )
 
-    @Argument(help: "The trace to decode ('-' for standard input; omitted: the built-in sample).")
+    @Argument(help: "The trace to decode ('-' for standard input; omitted: the built-in sample).", completion: .file())
     var file: String?
 
     @Option(help: "Input format: auto, hex, raw or pcap (pcap covers pcapng).")
@@ -55,7 +65,7 @@ struct Decode: ParsableCommand {
     @Flag(help: "Print counts per message and per problem instead of every packet (one JSON object with --json).")
     var stats = false
 
-    @Option(help: "Refuse link packets longer than this many bytes (9...65535).")
+    @Option(help: ArgumentHelp("Refuse link packets longer than this many bytes (9...65535).", valueName: "bytes"))
     var maxPacketLength: Int = LinkPacket.maximumLength
 
     func validate() throws {
@@ -70,7 +80,10 @@ struct Decode: ParsableCommand {
         var input = TraceInputDecoder(options: options)
         var output = OutputBuffer()
         var statistics = TraceStatistics()
+        let name = file.map { $0 == "-" ? "standard input" : $0 } ?? SampleTrace.name
+        var found = 0
         let emit: (TraceEvent) -> Void = { event in
+            found += 1
             if stats {
                 statistics.record(event)
             } else if json {
@@ -86,7 +99,7 @@ struct Decode: ParsableCommand {
                 var progress = ProgressLine(totalBytes: source.size)
                 try source.forEachChunk { chunk in
                     try input.feed(chunk, emit: emit)
-                    progress.update(bytes: input.bytesRead, total: source.size, label: "decoding \(file)")
+                    progress.update(bytes: input.bytesRead, total: source.size, label: "decoding \(name)")
                 }
                 progress.finish()
             } else {
@@ -100,24 +113,34 @@ struct Decode: ParsableCommand {
             throw CommandFailure(message: error.description)
         } catch let error as TraceInputError {
             output.flush()
-            throw CommandFailure(message: "\(file ?? SampleTrace.name): \(error.description)")
+            throw CommandFailure(message: "\(name): \(error.description)")
         }
 
         if stats {
             if json {
                 output.line(statistics.json)
             } else {
-                output.line("input: \(file ?? SampleTrace.name) (\(input.detectedFormat?.rawValue ?? "empty"), \(input.bytesRead) bytes)")
+                output.line("input: \(name) (\(input.detectedFormat?.rawValue ?? "empty"), \(TraceText.counted(input.bytesRead, "byte")))")
                 for line in statistics.text { output.line(line) }
                 if input.decoder.unidentifiedBytes > 0 {
-                    output.line("ignored: \(input.decoder.unidentifiedBytes) bytes on USB endpoints that carried no iAP traffic")
+                    output.line("ignored: \(TraceText.counted(input.decoder.unidentifiedBytes, "byte")) on USB endpoints that carried no iAP traffic")
                 }
             }
         }
-        if input.decoder.droppedStreams > 0 {
-            printError("warning: more than \(TraceDecoder.maximumStreams) USB endpoints in the capture; \(input.decoder.droppedStreams) streams were not decoded")
-        }
         output.flush()
+        if input.decoder.droppedStreams > 0 {
+            printError("warning: more than \(TraceDecoder.maximumStreams) USB endpoints in the capture; "
+                       + "\(TraceText.counted(input.decoder.droppedStreams, "stream")) not decoded")
+        }
+        if hid && input.decoder.hidReports == 0 {
+            printError(input.detectedFormat == .pcap
+                       ? "warning: \(name) holds no HID reports (no interrupt transfers, no SET_REPORT requests): nothing to decode with --hid; without it, bulk transfers are decoded"
+                       : "warning: \(name) holds no HID reports: no line of hex bytes")
+        } else if found == 0 {
+            let ignored = input.decoder.unidentifiedBytes
+            printError("warning: no iAP traffic in \(name)"
+                       + (ignored > 0 ? " (\(TraceText.counted(ignored, "byte")) on USB endpoints that carried none)" : ""))
+        }
     }
 }
 

@@ -25,8 +25,9 @@ struct Demo: ParsableCommand {
 
         Examples:
           iapctl demo
-          iapctl demo --faults --seed 7        # lossy, duplicating, reordering wire: same final state
-          iapctl demo --trace /tmp/drive.pcapng && iapctl decode /tmp/drive.pcapng --stats
+          iapctl demo --faults --seed 7    # a lossy wire: the same final state
+          iapctl demo --trace /tmp/drive.pcapng
+          iapctl decode /tmp/drive.pcapng --stats
 
         The exit status is 1 when a step of the drive did not complete.
         """
@@ -38,7 +39,9 @@ struct Demo: ParsableCommand {
     @Option(help: "Seed for the faults.")
     var seed: UInt64 = 1
 
-    @Option(help: "Where to write the pcapng trace of the drive (default: iap-demo.pcapng in the current directory).")
+    @Option(help: ArgumentHelp("Where to write the drive's usbmon pcapng trace (a relative path is in the current directory).",
+                               valueName: "file.pcapng"),
+            completion: .file())
     var trace: String = "iap-demo.pcapng"
 
     @Flag(help: "Print only the final state and the trace path.")

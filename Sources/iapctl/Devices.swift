@@ -15,13 +15,19 @@ struct Devices: ParsableCommand {
         0x00) in any configuration: bus and address, ids, strings, speed, the iAP
         interface with its bulk endpoints, the transport name to pass to
         `--transport`, and whether this user may open the device node (with the
-        fix when not). `--all` lists every USB device.
+        fix when not). `--all` lists every USB device. A last line says how many
+        were found.
 
         `--json` writes one object per device per line: syspath, bus, address,
         vendor_id, product_id (four hex digits), manufacturer, product, serial,
         speed_mbps, devnode, active_configuration, matches (the supervisor would
         take it), iap_interface (configuration, interface, endpoint_in,
-        endpoint_out, max_packet_size, or null), transport, access, access_problem.
+        endpoint_out, max_packet_size, or null), transport, access, access_problem;
+        the count goes to standard error.
+
+        The exit status is 1 when USB devices cannot be listed here (no
+        /sys/bus/usb: a kernel without USB, or sysfs not mounted), 0 otherwise,
+        also when none is found.
         """
     )
 
@@ -32,6 +38,7 @@ struct Devices: ParsableCommand {
     var json = false
 
     func run() throws {
+        if let problem = USBHost.problem(watching: false) { throw CommandFailure(message: "cannot list USB devices: \(problem)") }
         let devices: [UdevUSBDevice]
         do {
             devices = try UdevUSB.presentDevices()
@@ -42,9 +49,8 @@ struct Devices: ParsableCommand {
         for device in shown {
             print(json ? USBDeviceText.json(device) : USBDeviceText.line(device))
         }
-        if shown.isEmpty && !json {
-            print("no iAP devices found (\(devices.count) USB devices present; --all lists them)")
-        }
+        let summary = USBDeviceText.summary(shown: shown, of: devices, all: all)
+        if json { printError(summary) } else { print(summary) }
     }
 }
 
@@ -56,7 +62,9 @@ struct Monitor: AsyncParsableCommand {
         ("add") or unplugged ("remove"), for iAP devices by default (Apple's
         vendor id, 1209:0001, or an iAP interface) and every USB device with
         `--all`. Bind, unbind and change events are not hotplug and are not shown.
-        Runs until interrupted, or until --count events.
+        Runs until interrupted, or until --count events. Needs /sys/bus/usb and
+        a running udev daemon (systemd-udevd); without either it says so and
+        exits with status 1.
 
         `--json` writes one object per event per line: event, time (seconds since
         the start), and the device fields of `iapctl devices --json` (a removed
@@ -79,6 +87,8 @@ struct Monitor: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Without udevd, libudev's monitor opens but never hears anything: fail instead of waiting forever.
+        if let problem = USBHost.problem(watching: true) { throw CommandFailure(message: "cannot watch USB devices: \(problem)") }
         let monitor: UdevMonitor
         let (events, feed) = AsyncStream.makeStream(of: UdevMonitor.Event.self, bufferingPolicy: .bufferingNewest(1024))
         do {
@@ -121,6 +131,20 @@ struct Monitor: AsyncParsableCommand {
     }
 }
 
+/// Whether this machine shows USB devices at all: sysfs's USB bus for
+/// listing, and a udev daemon for watching them come and go.
+enum USBHost {
+    static func problem(watching: Bool) -> String? {
+        if access("/sys/bus/usb", F_OK) != 0 {
+            return "this machine has no /sys/bus/usb (a kernel without USB, or sysfs not mounted, as in some containers)"
+        }
+        if watching && access("/run/udev/control", F_OK) != 0 {
+            return "no udev daemon is running (no /run/udev/control; containers usually have none), so devices coming and going cannot be seen"
+        }
+        return nil
+    }
+}
+
 extension UdevUSBDevice {
     /// A device the stack would talk to: a known vendor/product or an iAP interface.
     var isCandidate: Bool { DeviceMatcher.iapDevices.matches(info) || descriptors?.iapInterface != nil }
@@ -133,6 +157,18 @@ extension UdevUSBDevice {
 
 /// How `devices` and `monitor` print a device, as text and as JSON.
 enum USBDeviceText {
+    /// What `devices` found: `shown` of `devices`, every device with `all`.
+    static func summary(shown: [UdevUSBDevice], of devices: [UdevUSBDevice], all: Bool) -> String {
+        if devices.isEmpty { return "no USB devices found" }
+        let total = TraceText.counted(devices.count, "USB device")
+        if all {
+            let iap = devices.filter { $0.descriptors?.iapInterface != nil }.count
+            return "\(total), \(iap == 0 ? "none" : String(iap)) with an iAP interface"
+        }
+        if shown.isEmpty { return "no iAP devices among \(total) (--all lists them)" }
+        return "\(TraceText.counted(shown.count, "iAP device")) among \(total) (--all lists every one)"
+    }
+
     static func short(_ device: UdevUSBDevice) -> String {
         let ids = "\(device.info.vendorID.map(hex4) ?? "????"):\(device.info.productID.map(hex4) ?? "????")"
         let location = device.info.bus.map { "bus \(pad3($0)) device \(device.info.address.map { pad3(UInt16($0)) } ?? "???")" } ?? device.info.syspath

@@ -21,25 +21,28 @@ struct Gadget: AsyncParsableCommand {
         disable, suspend and unbind end it (reported once), the next enable starts
         a new one.
 
-        Set the gadget up first (configfs and the functionfs mount, as root):
-          scripts/gadget-setup.sh            # creates /sys/kernel/config/usb_gadget/iapdevkit, mounts /dev/ffs-iap
-        then:
+        Set the gadget up first, as root: scripts/gadget-setup.sh creates the
+        configfs gadget /sys/kernel/config/usb_gadget/iapdevkit (1209:0001) and
+        mounts functionfs at /dev/ffs-iap. Then:
           iapctl gadget --role phone --udc auto
-        (or bind it yourself after this command has written the descriptors:
-          echo "$(ls /sys/class/udc | head -1)" > /sys/kernel/config/usb_gadget/iapdevkit/UDC)
+        or, to bind it yourself once this command has written the descriptors:
+          ls /sys/class/udc | head -1 > /sys/kernel/config/usb_gadget/iapdevkit/UDC
+        Docs/Hardware.md has the whole procedure.
         """
     )
 
-    @Option(help: "The role to run over USB: phone or head-unit.")
+    @Option(help: ArgumentHelp("The role to run over USB: phone or head-unit.", valueName: "phone|head-unit"),
+            completion: .list(["phone", "head-unit"]))
     var role: String = "phone"
 
-    @Option(help: "Where functionfs is mounted.")
+    @Option(help: ArgumentHelp("Where functionfs is mounted.", valueName: "directory"), completion: .directory)
     var ffs: String = "/dev/ffs-iap"
 
-    @Option(help: "Bind the gadget to this UDC once the descriptors are written (a name from /sys/class/udc, or auto for the first).")
+    @Option(help: ArgumentHelp("Bind the gadget to this UDC once the descriptors are written (a name from /sys/class/udc, or auto for the first).",
+                               valueName: "name|auto"))
     var udc: String?
 
-    @Option(help: "The configfs gadget directory (for --udc).")
+    @Option(help: ArgumentHelp("The configfs gadget directory (for --udc).", valueName: "directory"), completion: .directory)
     var gadget: String = "/sys/kernel/config/usb_gadget/iapdevkit"
 
     @Option(help: ArgumentHelp("Also write the traffic to a usbmon pcapng file as it happens, one device number per connection.",

@@ -4,17 +4,27 @@ import ArgumentParser
 struct IAPCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "iapctl",
-        abstract: "An open iAP-style accessory protocol dev kit: decode traces, test links.",
+        abstract: "An open iAP-style accessory protocol dev kit: decode traces, run and test both ends of a link.",
         discussion: """
         Start with `iapctl demo`, which runs a phone and a head unit against each
         other over the in-memory loopback and writes the session as a trace; then
         `iapctl decode` it, or point `iapctl decode` at your own traces: hex dumps,
         raw byte streams or usbmon captures.
-        `iapctl conformance` runs the link conformance cases over a simulated,
-        fault-injecting wire. `iapctl phone` and `iapctl head-unit` run the two
-        ends of a link over a transport (loopback, tcp:HOST:PORT,
-        tcp-listen:HOST:PORT, serial:/dev/ttyUSB0@115200); `iapctl ping` measures
-        round trips over a live link.
+
+        `iapctl conformance` runs the link and session conformance cases over a
+        simulated, fault-injecting wire, or against another implementation.
+        `iapctl phone` and `iapctl head-unit` run the two ends of a link over a
+        transport (loopback, tcp:HOST:PORT, tcp-listen:HOST:PORT,
+        serial:/dev/ttyUSB0@115200, usb:VID:PID, usb:auto); `iapctl ping`
+        measures round trips over a live link.
+
+        On USB: `iapctl devices` lists the devices this stack can talk to,
+        `iapctl monitor` shows them come and go, `iapctl supervise` runs a role
+        on each one plugged in, and `iapctl gadget` makes a Linux board with a
+        USB device controller appear as test hardware.
+
+        `iapctl --generate-completion-script bash|zsh|fish` prints a shell
+        completion script (README, "Shell completion and man page").
         """,
         version: "0.1.0",
         subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self, Gadget.self, Devices.self, Monitor.self, Supervise.self]

@@ -7,8 +7,8 @@
 # `iapctl monitor` starts, then unplugged and replugged (UDC unbind/bind)
 # several times while the monitor watches. Checks that the device present at
 # start is found, that every unplug and replug is reported exactly once, that
-# `iapctl devices` lists the iAP interface with its endpoints, and that the
-# monitor stops promptly. Prints "N passed, N failed"; exits 1 on any failure.
+# `iapctl devices` lists the iAP interface with its endpoints and says what it
+# found, and that the monitor stops promptly. Prints "N passed, N failed"; exits 1 on any failure.
 set -u
 
 . "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
@@ -34,6 +34,7 @@ check "devices: the gadget is listed with its iAP interface" \
     grep -q '"vendor_id":"1209","product_id":"0001".*"iap_interface":{"configuration":1,"interface":0,"endpoint_in":"0x81","endpoint_out":"0x02"' "$out/devices.json"
 check "devices: root may open it" grep -q '"access":true' "$out/devices.json"
 check "devices: the text form names the transport" grep -q 'use --transport usb:1209:0001' "$out/devices.txt"
+check "devices: a last line says what was found" grep -E -q '^1 iAP device among [0-9]+ USB devices? \(--all lists every one\)$' "$out/devices.txt"
 
 "$iapctl" monitor --json > "$out/monitor.jsonl" 2> "$out/monitor.err" &
 monitor_pid=$!
