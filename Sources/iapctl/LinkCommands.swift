@@ -193,10 +193,10 @@ struct Phone: AsyncParsableCommand {
         the connection at any moment (playback pauses).
 
         Examples:
-          iapctl phone --transport tcp-listen:127.0.0.1:7000          # one head unit after another
-          iapctl phone --once --transport tcp-listen:127.0.0.1:7000   # one connection, then exit
+          iapctl phone --transport tcp-listen:127.0.0.1:7000   # one after another
+          iapctl phone --once --transport tcp-listen:127.0.0.1:7000
           iapctl phone --transport serial:/dev/ttyUSB0@115200
-          iapctl phone --library my-library.json --transport tcp-listen:0.0.0.0:7000
+          iapctl phone --library my.json --transport tcp-listen:0.0.0.0:7000
           iapctl phone                        # with an in-process head unit
         """
     )
@@ -204,7 +204,8 @@ struct Phone: AsyncParsableCommand {
     @OptionGroup var options: TransportOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
 
-    @Option(help: "Serve this library (JSON, format in Docs/Messages.md) instead of the built-in one.")
+    @Option(help: ArgumentHelp("Serve this library (JSON, format in Docs/Messages.md) instead of the built-in one.", valueName: "file.json"),
+            completion: .file(extensions: ["json"]))
     var library: String?
 
     @Flag(help: "Print the built-in library as JSON (a starting point for --library) and exit.")
@@ -243,15 +244,22 @@ struct HeadUnit: AsyncParsableCommand {
           repeat off|one|all, shuffle off|songs|albums, rate
           like, unlike, dislike, bookmark
           queue, np, watch [SECONDS], art N, buttons, help, quit
+          press BUTTON          the steering wheel (HID): play-pause, next, prev, …
+
+        At a terminal the shell has a prompt, line editing, history and tab
+        completion. A script waits for the answers to each line (and for a watch
+        to end) before the next.
 
         Examples:
-          iapctl head-unit --transport tcp:127.0.0.1:7000
-          iapctl head-unit --once --transport tcp:127.0.0.1:7000   # exit after now playing
           iapctl head-unit                    # with an in-process phone
-          printf 'cd 1\ncd 2\nplay 4\nnp\n' | iapctl head-unit
+          iapctl head-unit --transport tcp:127.0.0.1:7000
+          iapctl head-unit --once --transport tcp:127.0.0.1:7000
+          iapctl head-unit --transport usb:auto --ui 127.0.0.1:8080
+          printf 'cd 1\\ncd 2\\nplay 4\\nnp\\n' | iapctl head-unit
 
         The exit status is 1 when the link never came up (or, with --once, when no
-        now-playing update arrived).
+        now-playing update arrived), or when a script had lines that could not be
+        carried out.
         """
     )
 

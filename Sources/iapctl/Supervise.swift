@@ -6,6 +6,7 @@ import IAPLink
 import IAPTransport
 import Logging
 import IAPUSB
+import IAPScreen
 import IAPUdev
 import Synchronization
 
@@ -41,11 +42,17 @@ struct Supervise: AsyncParsableCommand {
                                valueName: "file.pcapng"))
     var trace: String?
 
+    @Option(help: ArgumentHelp("With --role head-unit: show the head unit of the phone plugged in last in a browser at http://HOST:PORT/ (Docs/Hardware.md).",
+                               valueName: "host:port"),
+            transform: parseScreenAddress)
+    var ui: ScreenAddress?
+
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
+        if ui != nil && role != "head-unit" { throw ValidationError("--ui shows a head unit's screen: it needs --role head-unit") }
         _ = try matcher()
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
     }
@@ -77,6 +84,10 @@ struct Supervise: AsyncParsableCommand {
         let kind: EndKind = role == "phone" ? .phone : .headUnit
         var supervisor = DeviceSupervisor(configuration: .init(matcher: try matcher()))
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(4096))
+        // Without udev the monitor would wait for ever for events that never come.
+        if let problem = USBHost.problem(watching: true) { throw CommandFailure(message: "cannot watch USB devices: \(problem)") }
+        let screen: HeadUnitScreen?
+        if let ui { screen = try await startScreen(at: ui) } else { screen = nil }
         let monitor: UdevMonitor
         do {
             monitor = try UdevMonitor()
@@ -118,6 +129,7 @@ struct Supervise: AsyncParsableCommand {
             let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil,
                                          authentication: endpointAuthentication, logger: Console.logger { label.text })
             if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label.text, $0) } }
+            screen?.attach(endpoint)
             // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
             endpoint.stopWhen = { $0.endReason != nil }
             let open = PendingOpen(syspath: device.syspath, selector: selector, attempt: attempt, endpoint: endpoint, label: label)
@@ -180,6 +192,7 @@ struct Supervise: AsyncParsableCommand {
                     logger(label.text, "connected: \(describe(device))")
                     Task {
                         await endpoint.run()
+                        screen?.detach(endpoint, reason: endpoint.endReason ?? "the link ended")
                         feed.yield(.ended(connection: number, reason: endpoint.endReason ?? "the link ended"))
                     }
                 case .disconnected(let number, let device, let reason):
