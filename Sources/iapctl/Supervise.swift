@@ -69,166 +69,80 @@ struct Supervise: AsyncParsableCommand {
         })
     }
 
-    private enum Input: Sendable {
-        case udev(UdevMonitor.Event)
-        /// An open on its thread finished: the endpoint is running, or the
-        /// error says why not.
-        case openFinished(PendingOpen, TransportError?)
-        case ended(connection: Int, reason: String)
-        case tick
-    }
-
     func run() async throws {
         logging.bootstrap()
         let logger = Log()
         let kind: EndKind = role == "phone" ? .phone : .headUnit
-        var supervisor = DeviceSupervisor(configuration: .init(matcher: try matcher()))
-        let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(4096))
         // Without udev the monitor would wait for ever for events that never come.
         if let problem = USBHost.problem(watching: true) { throw CommandFailure(message: "cannot watch USB devices: \(problem)") }
         let screen: HeadUnitScreen?
         if let ui { screen = try await startScreen(at: ui) } else { screen = nil }
-        let monitor: UdevMonitor
-        do {
-            monitor = try UdevMonitor()
-            try monitor.start { feed.yield(.udev($0)) }
-        } catch {
-            throw CommandFailure(message: "cannot watch USB devices: \(error)")
-        }
-        defer { monitor.stop() }
-        logger("supervise", "watching for \(match.isEmpty ? "05ac:*, 1209:0001" : match.joined(separator: ", ")) to run the \(role) role")
-
         let traceFile = try trace.map { try TraceFile(path: $0) }
         let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
-        var opened = 0 // the supervisor numbers connections in the order opens succeed
-        var endpoints: [Int: MediaEndpoint] = [:]
-        var opening: [String: (MediaEndpoint, ConnectionLabel)] = [:] // by syspath, between open and connected
-        // Opening blocks (libusb), so it runs on a thread of its own, one
-        // device at a time: each open knows the connection number it gets
-        // if it succeeds, and the others wait their turn here.
-        var waitingOpens: [(USBDeviceInfo, attempt: Int)] = []
-        var openInFlight = false
-        var ended = 0
-        var timer: Task<Void, Never>?
-        func schedule() {
-            timer?.cancel()
-            guard let deadline = supervisor.nextDeadline else { return }
-            let delay = max(0, deadline.nanoseconds - MonotonicClock.now().nanoseconds)
-            timer = Task {
-                try? await Task.sleep(for: .nanoseconds(delay))
-                if !Task.isCancelled { feed.yield(.tick) }
-            }
-        }
-
-        func startOpen(_ device: USBDeviceInfo, attempt: Int) {
-            let selector = USBDeviceSelector(vendorID: device.vendorID, productID: device.productID,
-                                             location: device.bus.flatMap { bus in device.address.map { (UInt8(truncatingIfNeeded: bus), $0) } })
-            let label = ConnectionLabel()
-            let usb = USBHostTransport(selector: selector)
-            let transport = traceFile?.recording(usb, as: kind, connection: opened + 1) ?? usb
-            let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil,
-                                         authentication: endpointAuthentication, logger: Console.logger { label.text })
-            if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label.text, $0) } }
-            screen?.attach(endpoint)
-            // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
-            endpoint.stopWhen = { $0.endReason != nil }
-            let open = PendingOpen(syspath: device.syspath, selector: selector, attempt: attempt, endpoint: endpoint, label: label)
-            openInFlight = true
-            do throws(TransportError) {
-                try DedicatedThread.start("opening \(selector)") {
-                    do throws(TransportError) {
-                        try endpoint.start()
-                        feed.yield(.openFinished(open, nil))
-                    } catch {
-                        feed.yield(.openFinished(open, error))
-                    }
-                }
-            } catch {
-                feed.yield(.openFinished(open, error))
-            }
-        }
-
-        for await input in inputs {
-            let now = MonotonicClock.now()
-            var actions: [DeviceSupervisor.Action]
-            switch input {
-            case .udev(.failed(let reason)):
-                throw CommandFailure(message: "the udev monitor stopped: \(reason)")
-            case .udev(let event):
-                guard let hotplug = event.hotplug else { continue }
-                actions = supervisor.hotplug(hotplug, now: now)
-            case .openFinished(let open, let error):
-                openInFlight = false
-                if let error {
-                    // Every failure is retried a bounded number of times: just after
-                    // "add", udev may not have applied the rules yet, and a device may
-                    // still be switching configuration.
-                    logger("supervise", "\(open.selector): attempt \(open.attempt) failed: \(error)")
-                    actions = supervisor.openFailed(open.syspath, reason: error.description, retryable: true, now: now)
-                } else {
-                    actions = supervisor.opened(open.syspath)
-                    if actions.contains(where: { if case .connected = $0 { true } else { false } }) {
-                        opened += 1
-                        opening[open.syspath] = (open.endpoint, open.label)
-                    } else {
-                        // Unplugged while it was opening: the supervisor no longer wants it.
-                        await open.endpoint.driver.close()
-                    }
-                }
-            case .ended(let connection, let reason):
-                actions = supervisor.connectionEnded(connection, reason: reason)
-            case .tick:
-                actions = supervisor.tick(now: now)
-            }
-            while !actions.isEmpty {
-                let action = actions.removeFirst()
-                switch action {
-                case .open(let device, let attempt):
-                    waitingOpens.append((device, attempt))
-                case .connected(let number, let device):
-                    guard let (endpoint, label) = opening.removeValue(forKey: device.syspath) else { continue }
-                    label.text = "\(role) #\(number)"
-                    endpoints[number] = endpoint
-                    logger(label.text, "connected: \(describe(device))")
-                    Task {
-                        await endpoint.run()
-                        screen?.detach(endpoint, reason: endpoint.endReason ?? "the link ended")
-                        feed.yield(.ended(connection: number, reason: endpoint.endReason ?? "the link ended"))
-                    }
+        let runner = HotplugRunner(configuration: .init(matcher: try matcher()), stopAfter: connections)
+        logger("supervise", "watching for \(match.isEmpty ? "05ac:*, 1209:0001" : match.joined(separator: ", ")) to run the \(role) role")
+        let role = self.role
+        do {
+            try await runner.run(make: { device, number in
+                let selector = USBDeviceSelector(vendorID: device.vendorID, productID: device.productID,
+                                                 location: device.bus.flatMap { bus in device.address.map { (UInt8(truncatingIfNeeded: bus), $0) } })
+                let usb = USBHostTransport(selector: selector)
+                let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
+                return EndpointConnection(kind: kind, transport: transport, authentication: endpointAuthentication, screen: screen)
+            }, events: { event in
+                switch event {
+                case .openFailed(let device, let attempt, let error):
+                    logger("supervise", "\(Self.describe(device)): attempt \(attempt) failed: \(error)")
+                case .connected(let number, let device, let connection):
+                    let label = "\(role) #\(number)"
+                    (connection as? EndpointConnection)?.label.text = label
+                    logger(label, "connected: \(Self.describe(device))")
                 case .disconnected(let number, let device, let reason):
-                    logger("\(role) #\(number)", "disconnected: \(describe(device)): \(reason)")
-                    ended += 1
-                case .close(let number):
-                    await endpoints.removeValue(forKey: number)?.driver.close()
+                    logger("\(role) #\(number)", "disconnected: \(Self.describe(device)): \(reason)")
                 case .gaveUp(let device, let reason):
-                    logger("supervise", "gave up on \(describe(device)): \(reason)")
+                    logger("supervise", "gave up on \(Self.describe(device)): \(reason)")
                 }
-            }
-            if !openInFlight, !waitingOpens.isEmpty {
-                let (device, attempt) = waitingOpens.removeFirst()
-                startOpen(device, attempt: attempt)
-            }
-            schedule()
-            if let connections, ended >= connections { break }
+            })
+        } catch let failure as HotplugRunner.Failure {
+            throw CommandFailure(message: failure.description)
         }
-        timer?.cancel()
-        for endpoint in endpoints.values { await endpoint.driver.close() }
     }
 
-    private func describe(_ device: USBDeviceInfo) -> String {
+    private static func describe(_ device: USBDeviceInfo) -> String {
         let ids = "\(device.vendorID.map(hex4) ?? "????"):\(device.productID.map(hex4) ?? "????")"
         guard let bus = device.bus, let address = device.address else { return ids }
         return "\(ids) on bus \(bus) device \(address)"
     }
 }
 
-/// A device being opened on a thread of its own.
-private struct PendingOpen: Sendable {
-    let syspath: String
-    let selector: USBDeviceSelector
-    let attempt: Int
+/// One supervised device's connection: the endpoint over its USB transport,
+/// with its log label known once the runner numbers it.
+private final class EndpointConnection: SupervisedConnection {
     let endpoint: MediaEndpoint
-    let label: ConnectionLabel
+    let label = ConnectionLabel()
+    private let screen: HeadUnitScreen?
+
+    init(kind: EndKind, transport: Transport, authentication: EndpointAuthentication, screen: HeadUnitScreen?) {
+        let label = self.label
+        endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil,
+                                 authentication: authentication, logger: Console.logger { label.text })
+        // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
+        endpoint.stopWhen = { $0.endReason != nil }
+        if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label.text, $0) } }
+        screen?.attach(endpoint)
+        self.screen = screen
+    }
+
+    func open() throws(TransportError) { try endpoint.start() }
+
+    func run() async -> String {
+        await endpoint.run()
+        let reason = endpoint.endReason ?? "the link ended"
+        screen?.detach(endpoint, reason: reason)
+        return reason
+    }
+
+    func close() async { await endpoint.driver.close() }
 }
 
 /// The log label of a connection, known once the supervisor numbers it.
