@@ -26,6 +26,17 @@ let package = Package(
             path: "Benchmarks/LinkDecode",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Two link ends with no I/O: goodput of 64 KiB messages, with memcpy as the baseline.
+        .executableTarget(
+            name: "LinkGoodput",
+            dependencies: [
+                .product(name: "IAPLink", package: "iap-devkit"),
+                .product(name: "IAPWire", package: "iap-devkit"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/LinkGoodput",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // The message layer and roles: browse round trip, now-playing updates.
         .executableTarget(
             name: "MediaRoles",
@@ -44,6 +55,8 @@ let package = Package(
             name: "decode-loop",
             dependencies: [.product(name: "IAPWire", package: "iap-devkit")]
         ),
+        // The raw TCP echo between two threads that ping-vs-echo.sh compares `iapctl ping` with.
+        .executableTarget(name: "tcp-echo"),
         // Writes a large, realistic usbmon pcapng for decode-vs-tshark.sh.
         .executableTarget(
             name: "make-usbmon-capture",

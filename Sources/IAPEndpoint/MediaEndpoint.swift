@@ -109,8 +109,14 @@ public final class MediaEndpoint: @unchecked Sendable {
         self.logger = logger
         self.app = app
         self.authentication = authentication
-        driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport)
-        (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        (self.inputs, self.feed) = (inputs, feed)
+        // Link events go straight into the inputs; the transport closing is
+        // the last of them.
+        driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport) { event in
+            feed.yield(.link(event))
+            if case .transportClosed = event { feed.finish() }
+        }
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
                                    offersContent: kind == .phone && app?.offersContent == true)
         var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
@@ -122,15 +128,9 @@ public final class MediaEndpoint: @unchecked Sendable {
     public var headUnit: HeadUnitMediaRole { connection.headUnit }
     public var nowPlayingUpdates: Int { connection.headUnit.nowPlaying.updates }
 
-    /// Starts the transport and the forwarding of link events.
+    /// Starts the transport and the link.
     public func start() throws(TransportError) {
         try driver.start()
-        let events = driver.events
-        let feed = self.feed
-        Task {
-            for await event in events { feed.yield(.link(event)) }
-            feed.finish()
-        }
     }
 
     /// Runs the core's timers and `stopWhen` now, for a caller waiting on

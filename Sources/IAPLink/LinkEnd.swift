@@ -131,6 +131,9 @@ public struct LinkEnd: Sendable {
     public func queuedBytes(session: UInt8) -> Int { queues[session]?.count ?? 0 }
     /// Data packets sent and not yet acknowledged.
     public var unacknowledgedCount: Int { unacked.count }
+    /// Whether the next packet in order is held until the reader hands
+    /// delivered bytes back with `consumed`.
+    public var isHoldingForReader: Bool { readerStalled }
 
     /// When `tick` must next be called, if ever.
     public var nextDeadline: LinkInstant? {
@@ -590,7 +593,10 @@ public struct LinkEnd: Sendable {
         }
         guard delivered > 0 else { return }
         pendingAcks += delivered
-        if pendingAcks >= max(1, link.maximumCumulativeAcks) {
+        // Acknowledge by half the window at the latest, whatever count the
+        // peer allows: a sender streaming a long message then never sits
+        // with a full window waiting for the ACK of its last packet.
+        if pendingAcks >= max(1, min(link.maximumCumulativeAcks, link.receiveWindow / 2)) {
             ackNow = true
         } else if ackDeadline == nil {
             ackDeadline = now + link.cumulativeAckTimeout

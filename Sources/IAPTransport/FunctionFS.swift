@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Dispatch
 import Synchronization
 import SystemPackage
 
@@ -184,6 +185,11 @@ public final class FunctionFSGadget: Sendable {
 /// written.
 final class EndpointTransport: Transport {
     let name = "gadget"
+    /// One link packet per bulk transfer: a host may read each transfer as
+    /// one packet.
+    var acceptsCoalescedWrites: Bool { false }
+    /// Writes block until the host reads; they go out from here, in order.
+    private let writer = DispatchQueue(label: "iap.gadget.write")
     private let input: String
     private let output: String
     private let state = Mutex<(inFD: Int32, outFD: Int32, handler: (@Sendable (TransportEvent) -> Void)?, closed: Bool)>((-1, -1, nil, false))
@@ -228,6 +234,10 @@ final class EndpointTransport: Transport {
     }
 
     func write(_ bytes: [UInt8]) {
+        writer.async { [self] in writeNow(bytes) }
+    }
+
+    private func writeNow(_ bytes: [UInt8]) {
         let fd = state.withLock { $0.closed ? -1 : $0.outFD }
         guard fd >= 0 else { return }
         var offset = 0
@@ -250,7 +260,8 @@ final class EndpointTransport: Transport {
         }
     }
 
-    func close() { end(TransportError(.closed, "closed by this end")) }
+    /// After the writes queued before it (an RST, say).
+    func close() { writer.sync { end(TransportError(.closed, "closed by this end")) } }
 
     /// Reports `.closed` once and releases the endpoint files.
     func end(_ reason: TransportError) {

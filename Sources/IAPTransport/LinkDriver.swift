@@ -15,24 +15,30 @@ public enum LinkDriverEvent: Sendable {
 /// clock, the timer and the transport. Every input to the link end (bytes
 /// from the transport, the timer, a send) is handled under one lock, briefly
 /// and without waiting on anything, on the thread that brings it; what the
-/// link end writes goes to the transport from a serial queue of its own, in
-/// order. So any method may be called from any thread or task: `send` waits
-/// (suspending, never blocking a thread) only while a session's queue is
-/// full, and `close` until the transport is closed.
+/// link end writes is handed to the transport under that lock, in order
+/// (transports queue writes and never block the caller), the packets of one
+/// input as one write when the transport takes coalesced writes. So any
+/// method may be called from any thread or task: `send` waits (suspending,
+/// never blocking a thread) only while a session's queue is full, and
+/// `close` until the transport is closed.
 ///
 /// Received data counts against the link's receive buffer limit until the
 /// reader hands it back with `consumed`: a reader that falls behind holds
-/// the peer back instead of letting `events` grow.
+/// the peer back instead of letting its events grow.
 public final class LinkDriver: Sendable {
     public let events: AsyncStream<LinkDriverEvent>
     public let transport: Transport
 
     private let state: Mutex<State>
-    private let continuation: AsyncStream<LinkDriverEvent>.Continuation
+    /// Where events go: `events`, or the handler given to `init`.
+    private let report: @Sendable (LinkDriverEvent) -> Void
+    private let endReports: @Sendable () -> Void
     /// Fires at the link end's next deadline; rearmed after every input.
     private let timer = DeadlineTimer()
-    /// Writes to the transport, in the order the link end made them.
-    private let writer = DispatchQueue(label: "iap.link.driver.write")
+    /// Bytes the reader handed back that the link end has not been told of.
+    private let consumedPending = Atomic<Int>(0)
+    /// Whether the link end holds packets until the reader hands bytes back.
+    private let holdingForReader = Atomic<Bool>(false)
 
     private struct State {
         var link: LinkEnd
@@ -43,16 +49,35 @@ public final class LinkDriver: Sendable {
         var transportError: TransportError?
     }
 
-    public init(configuration: LinkConfiguration, transport: Transport) {
+    /// Events are reported on `events`.
+    public convenience init(configuration: LinkConfiguration, transport: Transport) {
+        let (events, continuation) = AsyncStream.makeStream(of: LinkDriverEvent.self, bufferingPolicy: .unbounded)
+        self.init(configuration: configuration, transport: transport, events: events,
+                  report: { continuation.yield($0) }, endReports: { continuation.finish() })
+    }
+
+    /// Events go to `handler` instead of `events` (which then ends at once):
+    /// for a caller that merges them into an input stream of its own, one
+    /// hop fewer. The handler is called under the driver's lock, on the
+    /// thread of the input (a transport's reader, the timer, a sender), in
+    /// order; it must return promptly and must not call back into the driver.
+    public convenience init(configuration: LinkConfiguration, transport: Transport,
+                            handler: @escaping @Sendable (LinkDriverEvent) -> Void) {
+        let (events, continuation) = AsyncStream.makeStream(of: LinkDriverEvent.self)
+        continuation.finish()
+        self.init(configuration: configuration, transport: transport, events: events, report: handler, endReports: {})
+    }
+
+    private init(configuration: LinkConfiguration, transport: Transport, events: AsyncStream<LinkDriverEvent>,
+                 report: @escaping @Sendable (LinkDriverEvent) -> Void, endReports: @escaping @Sendable () -> Void) {
         state = Mutex(State(link: LinkEnd(configuration: configuration)))
         self.transport = transport
-        (events, continuation) = AsyncStream.makeStream(of: LinkDriverEvent.self, bufferingPolicy: .unbounded)
+        self.events = events
+        self.report = report
+        self.endReports = endReports
         timer.start { [weak self] in
             guard let self else { return }
-            state.withLock { state in
-                guard !state.finished else { return }
-                apply(state.link.tick(now: MonotonicClock.now()), &state)
-            }
+            withLink { self.apply($0.link.tick(now: MonotonicClock.now()), &$0) }
         }
     }
 
@@ -68,6 +93,7 @@ public final class LinkDriver: Sendable {
     public func send(_ bytes: [UInt8], session: UInt8) async throws(LinkSendError) {
         while true {
             let outcome = state.withLock { state -> Result<Void, LinkSendError> in
+                settleConsumed(&state)
                 do throws(LinkSendError) {
                     apply(try state.link.send(bytes, session: session, now: MonotonicClock.now()), &state)
                     return .success(())
@@ -88,20 +114,24 @@ public final class LinkDriver: Sendable {
         }
     }
 
-    /// The reader has handled `count` bytes of `.data` events.
+    /// The reader has handled `count` bytes of `.data` events. Without a
+    /// lock while the link end holds nothing back for the reader: the count
+    /// is passed on with the next input.
     public func consumed(_ count: Int) {
-        state.withLock { state in
-            guard !state.finished else { return }
-            apply(state.link.consumed(count, now: MonotonicClock.now()), &state)
-        }
+        // Sequentially consistent with `apply`'s store and load: either this
+        // end sees the link holding packets back, or `apply` sees the count.
+        consumedPending.add(count, ordering: .sequentiallyConsistent)
+        guard holdingForReader.load(ordering: .sequentiallyConsistent) else { return }
+        withLink { _ in }
     }
 
     /// Starts the link end over again on the same transport (a peer restart,
     /// or re-synchronising after RST).
     public func restart() {
-        state.withLock { state in
-            guard !state.finished else { return } // nothing to restart over a closed transport
+        // Nothing to restart over a closed transport.
+        withLink { state in
             state.link = LinkEnd(configuration: state.link.configuration)
+            _ = consumedPending.exchange(0, ordering: .sequentiallyConsistent)
             apply(state.link.start(now: MonotonicClock.now()), &state)
         }
     }
@@ -110,11 +140,11 @@ public final class LinkDriver: Sendable {
     /// link end has written so far: stale bytes, corrupted or duplicated
     /// packets, for conformance probes.
     public func injectRaw(_ bytes: [UInt8]) {
-        writer.async { [transport] in transport.write(bytes) }
+        state.withLock { _ in transport.write(bytes) }
     }
 
-    /// Called with every write the link makes from now on, in order, on the
-    /// driver's writing queue.
+    /// Called with every packet (or detect sequence) the link writes from
+    /// now on, one at a time and in order, under the driver's lock.
     public func tapWrites(_ tap: @escaping @Sendable ([UInt8]) -> Void) {
         state.withLock { $0.writeTap = tap }
     }
@@ -131,17 +161,35 @@ public final class LinkDriver: Sendable {
     /// program may exit right after.
     public func close() async {
         state.withLock { apply($0.link.reset(now: MonotonicClock.now()), &$0) }
+        // Off the caller's thread: a transport may wait briefly for its
+        // queued writes (the RST) before it lets go.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            writer.async { [transport] in
+            DispatchQueue.global().async { [transport] in
                 transport.close()
                 done.resume()
             }
         }
     }
 
-    private func transportEvent(_ event: TransportEvent) {
+    /// Runs `body` under the lock, after passing on what the reader handed
+    /// back, unless the transport has closed.
+    private func withLink(_ body: (inout State) -> Void) {
         state.withLock { state in
             guard !state.finished else { return }
+            settleConsumed(&state)
+            body(&state)
+        }
+    }
+
+    /// Tells the link end what the reader has handed back since the last input.
+    private func settleConsumed(_ state: inout State) {
+        let count = consumedPending.exchange(0, ordering: .sequentiallyConsistent)
+        guard count > 0, !state.finished else { return }
+        apply(state.link.consumed(count, now: MonotonicClock.now()), &state)
+    }
+
+    private func transportEvent(_ event: TransportEvent) {
+        withLink { state in
             switch event {
             case .received(let bytes):
                 apply(state.link.receive(bytes, now: MonotonicClock.now()), &state)
@@ -151,26 +199,51 @@ public final class LinkDriver: Sendable {
                 state.finished = true
                 timer.cancel()
                 resumeAllWaiters(&state)
-                continuation.yield(.transportClosed(reason))
-                continuation.finish()
+                report(.transportClosed(reason))
+                endReports()
             }
         }
     }
 
     /// Carries out what the link end asked for, under the lock: events are
-    /// reported and writes queued in the order the link end made them.
+    /// reported and writes handed to the transport in the order the link end
+    /// made them; the packets of one input go as one write when the
+    /// transport takes coalesced writes.
     private func apply(_ actions: [LinkAction], _ state: inout State) {
+        var writing: [UInt8] = []
+        func write() {
+            guard !writing.isEmpty else { return }
+            transport.write(writing)
+            writing = []
+        }
+        // Consecutive deliveries on one session go up as one event.
+        var delivering: (session: UInt8, bytes: [UInt8])?
+        func deliver() {
+            guard let (session, bytes) = delivering else { return }
+            delivering = nil
+            report(.data(session: session, bytes))
+        }
         for action in actions {
             switch action {
             case .send(let bytes):
-                writer.async { [transport, tap = state.writeTap] in
-                    tap?(bytes)
+                state.writeTap?(bytes)
+                if !transport.acceptsCoalescedWrites {
                     transport.write(bytes)
+                } else if writing.isEmpty {
+                    writing = bytes
+                } else {
+                    writing += bytes
                 }
             case .deliver(let session, let bytes):
-                continuation.yield(.data(session: session, bytes))
+                if delivering?.session == session {
+                    delivering!.bytes += bytes
+                } else {
+                    deliver()
+                    delivering = (session, bytes)
+                }
             case .event(let event):
-                continuation.yield(.link(event))
+                deliver()
+                report(.link(event))
                 switch event {
                 case .sessionWritable(let session):
                     for waiter in state.waiters.removeValue(forKey: session) ?? [] { waiter.resume() }
@@ -181,7 +254,12 @@ public final class LinkDriver: Sendable {
                 }
             }
         }
+        deliver()
+        write()
         timer.schedule(at: state.link.nextDeadline)
+        let holding = state.link.isHoldingForReader
+        holdingForReader.store(holding, ordering: .sequentiallyConsistent)
+        if holding && consumedPending.load(ordering: .sequentiallyConsistent) > 0 { settleConsumed(&state) }
     }
 
     private func resumeAllWaiters(_ state: inout State) {
@@ -193,25 +271,38 @@ public final class LinkDriver: Sendable {
 
 /// A timer that fires at a deadline, set from any thread.
 ///
+/// Rearming costs a system call (libdispatch wakes its timer thread), and a
+/// link end's deadlines move on with every packet (retransmission, keep
+/// alive): the timer is only brought forward, never pushed back. Firing
+/// before the link end's deadline is harmless, since `tick` acts only on
+/// what is due, and each firing arms the timer at the deadline then.
+///
 /// `@unchecked Sendable`: Dispatch on Linux does not mark its timer source
 /// Sendable, but libdispatch makes `schedule` and `cancel` safe to call from
-/// any thread, and they are all this class does once `start` has run (in
-/// its owner's initialiser, before it is shared).
+/// any thread, and they are all this class does with it once `start` has
+/// run (in its owner's initialiser, before it is shared).
 private final class DeadlineTimer: @unchecked Sendable {
     private let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "iap.link.driver.timer"))
+    private let armed = Mutex<LinkInstant?>(nil)
 
     /// Sets what firing does and starts the timer, unscheduled.
     func start(_ fire: @escaping @Sendable () -> Void) {
-        source.setEventHandler(handler: fire)
+        source.setEventHandler { [weak self] in
+            self?.armed.withLock { $0 = nil }
+            fire()
+        }
         source.resume()
     }
 
-    /// Fires at `deadline`, or never when it is nil.
+    /// Fires at `deadline` or earlier; nil leaves an earlier firing armed.
     func schedule(at deadline: LinkInstant?) {
-        guard let deadline else {
-            source.schedule(deadline: .distantFuture)
-            return
+        guard let deadline else { return }
+        let rearm = armed.withLock { armed -> Bool in
+            if let current = armed, current <= deadline { return false }
+            armed = deadline
+            return true
         }
+        guard rearm else { return }
         let delay = max(0, deadline.nanoseconds - MonotonicClock.now().nanoseconds)
         source.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(200))
     }

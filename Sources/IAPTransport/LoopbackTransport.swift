@@ -60,8 +60,17 @@ private final class LoopbackHub: @unchecked Sendable {
     func write(_ bytes: [UInt8], from side: Int) {
         queue.async { [self] in
             guard !closed else { return }
-            wires[side].write(bytes, now: MonotonicClock.now())
+            let now = MonotonicClock.now()
+            wires[side].write(bytes, now: now)
+            // Bytes due now (a wire without delay) arrive in this same block.
+            deliver(from: side, upTo: now)
             schedule(side)
+        }
+    }
+
+    private func deliver(from side: Int, upTo now: LinkInstant) {
+        for bytes in wires[side].arrivals(upTo: now) {
+            if let handler = handlers[1 - side] { handler(.received(bytes)) } else { waiting[1 - side].append(bytes) }
         }
     }
 
@@ -84,9 +93,7 @@ private final class LoopbackHub: @unchecked Sendable {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { [self] in
             scheduled[side] = nil
             guard !closed else { return }
-            for bytes in wires[side].arrivals(upTo: MonotonicClock.now()) {
-                if let handler = handlers[1 - side] { handler(.received(bytes)) } else { waiting[1 - side].append(bytes) }
-            }
+            deliver(from: side, upTo: MonotonicClock.now())
             schedule(side)
         }
     }

@@ -28,6 +28,15 @@ public protocol Transport: AnyObject, Sendable {
     func close()
     /// How the transport was named on the command line, for logs.
     var name: String { get }
+    /// Whether one write may carry several link packets back to back. True
+    /// (the default) for byte streams, whose reader finds packet boundaries
+    /// itself; false where a peer may take each write (a USB transfer) for
+    /// one packet.
+    var acceptsCoalescedWrites: Bool { get }
+}
+
+extension Transport {
+    public var acceptsCoalescedWrites: Bool { true }
 }
 
 /// Why a transport could not be opened, or why it ended: a kind a caller

@@ -82,6 +82,9 @@ public enum IAPInterface {
 /// and reports `.closed` once.
 public final class USBHostTransport: Transport {
     public let name: String
+    /// One link packet per bulk transfer: a device may read each transfer
+    /// as one packet.
+    public var acceptsCoalescedWrites: Bool { false }
     public let selector: USBDeviceSelector
     /// IN transfers kept in flight, and the size of each.
     public static let inFlight = 4

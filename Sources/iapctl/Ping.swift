@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import IAPLink
 import IAPEndpoint
 import IAPRoles
@@ -118,19 +119,13 @@ struct Ping: AsyncParsableCommand {
         var rtts: [Double] = []
         var lost = 0
         for sequence in 1...count {
-            let sent = MonotonicClock.now()
+            // Built before the clock starts: the round trip is what is timed.
+            let request = DiagnosticPing.request(sequence: UInt32(sequence), size: size)
             answers.expect(UInt32(sequence))
-            end.sendFromOutside(DiagnosticPing.request(sequence: UInt32(sequence), size: size))
-            var answeredAt: Int64?
-            while answeredAt == nil {
-                answeredAt = answers.answer(UInt32(sequence))?.nanoseconds
-                if answeredAt != nil { break }
-                if Double(MonotonicClock.now().nanoseconds - sent.nanoseconds) / 1e9 > timeout { break }
-                await Task.yield()
-                try await Task.sleep(for: .microseconds(50))
-            }
-            if let answeredAt {
-                let milliseconds = Double(answeredAt - sent.nanoseconds) / 1e6
+            let sent = MonotonicClock.now()
+            end.sendFromOutside(request)
+            if let answeredAt = await answers.answer(UInt32(sequence), within: timeout) {
+                let milliseconds = Double(answeredAt.nanoseconds - sent.nanoseconds) / 1e6
                 rtts.append(milliseconds)
                 if !json && (count <= 20 || sequence % max(1, count / 10) == 0) {
                     Console.result("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
@@ -145,19 +140,86 @@ struct Ping: AsyncParsableCommand {
 }
 
 /// Answer times by sequence number, shared between the session's event loop
-/// and the pinging task. Only expected sequence numbers are recorded.
+/// and the pinging task, which waits for each answer without polling. Only
+/// expected sequence numbers are recorded. One watchdog timer, started once,
+/// gives up on answers that did not come in time: nothing is armed per ping.
 final class AnswerBox: Sendable {
-    private let state = Mutex<(expected: Set<UInt32>, answered: [UInt32: LinkInstant])>(([], [:]))
+    private struct Waiter {
+        let continuation: CheckedContinuation<LinkInstant?, Never>
+        let giveUpAt: LinkInstant
+    }
+    private struct State {
+        var expected: Set<UInt32> = []
+        var answered: [UInt32: LinkInstant] = [:]
+        var waiters: [UInt32: Waiter] = [:]
+    }
+    private let state = Mutex(State())
+    private let watchdog: DispatchSourceTimerBox
+
+    init() {
+        watchdog = DispatchSourceTimerBox(every: .milliseconds(50))
+        watchdog.start { [weak self] in
+            guard let self else { return }
+            let now = MonotonicClock.now()
+            let expired = state.withLock { table -> [Waiter] in
+                let due = table.waiters.filter { $0.value.giveUpAt <= now }
+                for sequence in due.keys {
+                    table.waiters[sequence] = nil
+                    table.expected.remove(sequence)
+                }
+                return Array(due.values)
+            }
+            for waiter in expired { waiter.continuation.resume(returning: nil) }
+        }
+    }
+
+    deinit { watchdog.cancel() }
 
     func expect(_ sequence: UInt32) { state.withLock { _ = $0.expected.insert(sequence) } }
 
     func deliver(_ sequence: UInt32, at instant: LinkInstant) {
-        state.withLock { table in
-            if table.expected.remove(sequence) != nil { table.answered[sequence] = instant }
+        let waiter = state.withLock { table -> Waiter? in
+            guard table.expected.remove(sequence) != nil else { return nil }
+            if let waiter = table.waiters.removeValue(forKey: sequence) { return waiter }
+            table.answered[sequence] = instant
+            return nil
         }
+        waiter?.continuation.resume(returning: instant)
     }
 
-    func answer(_ sequence: UInt32) -> LinkInstant? { state.withLock { $0.answered.removeValue(forKey: sequence) } }
+    /// When the answer to `sequence` arrived, waiting up to `timeout`
+    /// seconds for it; nil when it did not.
+    func answer(_ sequence: UInt32, within timeout: Double) async -> LinkInstant? {
+        let giveUpAt = MonotonicClock.now() + .nanoseconds(Int64(timeout * 1e9))
+        return await withCheckedContinuation { (continuation: CheckedContinuation<LinkInstant?, Never>) in
+            let early = state.withLock { table -> LinkInstant? in
+                if let instant = table.answered.removeValue(forKey: sequence) { return instant }
+                table.waiters[sequence] = Waiter(continuation: continuation, giveUpAt: giveUpAt)
+                return nil
+            }
+            if let early { continuation.resume(returning: early) }
+        }
+    }
+}
+
+/// A repeating Dispatch timer.
+///
+/// `@unchecked Sendable`: Dispatch on Linux does not mark its timer source
+/// Sendable; libdispatch makes `cancel` safe from any thread, and `start`
+/// runs in its owner's initialiser, before it is shared.
+final class DispatchSourceTimerBox: @unchecked Sendable {
+    private let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "iap.ping.watchdog"))
+    private let interval: DispatchTimeInterval
+
+    init(every interval: DispatchTimeInterval) { self.interval = interval }
+
+    func start(_ fire: @escaping @Sendable () -> Void) {
+        source.setEventHandler(handler: fire)
+        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
+        source.resume()
+    }
+
+    func cancel() { source.cancel() }
 }
 
 /// Milliseconds with three decimals.

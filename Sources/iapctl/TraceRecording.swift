@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import IAPEndpoint
 import IAPLink
 import IAPTrace
@@ -82,6 +83,9 @@ private final class RecordingTransport: Transport {
     }
 
     var name: String { inner.name }
+    var acceptsCoalescedWrites: Bool { inner.acceptsCoalescedWrites }
+    /// Records and writes in order, off the caller's thread (a file write may block).
+    private let writer = DispatchQueue(label: "iap.trace.record")
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
         try inner.start { [file, device, received] event in
@@ -91,9 +95,12 @@ private final class RecordingTransport: Transport {
     }
 
     func write(_ bytes: [UInt8]) {
-        file.record(device: device, endpoint: sent, bytes)
-        inner.write(bytes)
+        writer.async { [file, device, sent, inner] in
+            file.record(device: device, endpoint: sent, bytes)
+            inner.write(bytes)
+        }
     }
 
-    func close() { inner.close() }
+    /// After the writes queued before it.
+    func close() { writer.sync { inner.close() } }
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Round trips through the whole live stack against a raw TCP echo, in one run:
+# `iapctl ping` over the in-process loopback (accessory and device link ends,
+# the connection core on both, the ping answered by the device end) and
+# `tcp-echo` (two threads of one process echoing over 127.0.0.1, no
+# protocol), the same payload sizes, interleaved so that both see the same
+# machine load. Prints each tool's median per size and the ratio.
+#
+#   Benchmarks/ping-vs-echo.sh [ROUNDS] [COUNT]      (defaults: 3 rounds, 1000 round trips each)
+#
+# SIZES="64 16000 60000" chooses the payload sizes. Builds iapctl in release
+# into ../.build-bench and tcp-echo in this package's .build.
+set -euo pipefail
+
+ROUNDS="${1:-3}"
+COUNT="${2:-1000}"
+SIZES="${SIZES:-64 16000 60000}"
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$BENCH_DIR/.." && pwd)"
+SCRATCH="$ROOT/.build-bench"
+
+echo "== building (release): tcp-echo, iapctl" >&2
+(cd "$BENCH_DIR" && swift build -c release --product tcp-echo >&2)
+(cd "$ROOT" && swift build -c release --product iapctl --scratch-path "$SCRATCH" >&2)
+ECHO="$BENCH_DIR/.build/release/tcp-echo"
+IAPCTL="$SCRATCH/release/iapctl"
+
+echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+RESULTS="$(mktemp)"
+trap 'rm -f "$RESULTS"' EXIT
+for round in $(seq 1 "$ROUNDS"); do
+    for size in $SIZES; do
+        echo "round $round, $size B: tcp-echo, iapctl ping" >&2
+        printf '%s echo %s\n' "$round" "$("$ECHO" "$size" "$COUNT")" >>"$RESULTS"
+        printf '%s ping %s\n' "$round" "$("$IAPCTL" ping --quiet --json --size "$size" --count "$COUNT")" >>"$RESULTS"
+    done
+done
+
+python3 - "$RESULTS" <<'EOF'
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    round_, tool, text = line.split(" ", 2)
+    figures = json.loads(text)
+    if figures["received"] != figures["sent"]:
+        sys.exit(f"{tool} lost {figures['sent'] - figures['received']} of {figures['sent']} round trips at {figures['size']} B")
+    rows.setdefault((int(round_), figures["size"]), {})[tool] = figures["median_ms"]
+print(f"{'round':>5} {'size B':>7} {'echo ms':>9} {'ping ms':>9} {'ping/echo':>10}")
+for (round_, size), tools in sorted(rows.items()):
+    print(f"{round_:>5} {size:>7} {tools['echo']:>9.3f} {tools['ping']:>9.3f} {tools['ping'] / tools['echo']:>9.2f}x")
+EOF
