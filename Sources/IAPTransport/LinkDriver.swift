@@ -14,13 +14,16 @@ public enum LinkDriverEvent: Sendable {
 /// Runs a `LinkEnd` over a transport in real time: the edge that owns the
 /// clock, the timer and the transport. Every input to the link end (bytes
 /// from the transport, the timer, a send) is handled under one lock, briefly
-/// and without waiting on anything, on the thread that brings it; what the
-/// link end writes is handed to the transport under that lock, in order
-/// (transports queue writes and never block the caller), the packets of one
-/// input as one write when the transport takes coalesced writes. So any
-/// method may be called from any thread or task: `send` waits (suspending,
-/// never blocking a thread) only while a session's queue is full, and
-/// `close` until the transport is closed.
+/// and without waiting on anything, on the thread that brings it. What the
+/// link end asks for (writes, events, waking senders) is carried out right
+/// after, outside the lock and in the order it was asked for: one thread at
+/// a time carries out everything pending, so a woken reader or sender never
+/// finds the lock held by the thread that woke it. Transports queue writes
+/// and never block the caller; the packets of one input go as one write
+/// when the transport takes coalesced writes. So any method may be called
+/// from any thread or task: `send` waits (suspending, never blocking a
+/// thread) only while a session's queue is full, and `close` until the
+/// transport is closed.
 ///
 /// Received data counts against the link's receive buffer limit until the
 /// reader hands it back with `consumed`: a reader that falls behind holds
@@ -40,6 +43,14 @@ public final class LinkDriver: Sendable {
     /// Whether the link end holds packets until the reader hands bytes back.
     private let holdingForReader = Atomic<Bool>(false)
 
+    /// Something to carry out after the lock, in order.
+    private enum Effect {
+        case write([UInt8])
+        case report(LinkDriverEvent)
+        case resume([CheckedContinuation<Void, Never>])
+        case endReports
+    }
+
     private struct State {
         var link: LinkEnd
         /// Senders waiting for room on a session.
@@ -47,6 +58,20 @@ public final class LinkDriver: Sendable {
         var finished = false
         var writeTap: (@Sendable ([UInt8]) -> Void)?
         var transportError: TransportError?
+        /// Effects not yet carried out, oldest first.
+        var outbox: [Effect] = []
+        /// Whether a thread is carrying out the outbox (it takes what is
+        /// added meanwhile too).
+        var carrying = false
+
+        /// Takes the outbox for the caller to carry out, unless another
+        /// thread is already carrying it out.
+        mutating func claimOutbox() -> [Effect] {
+            guard !carrying, !outbox.isEmpty else { return [] }
+            carrying = true
+            defer { outbox = [] }
+            return outbox
+        }
     }
 
     /// Events are reported on `events`.
@@ -58,9 +83,9 @@ public final class LinkDriver: Sendable {
 
     /// Events go to `handler` instead of `events` (which then ends at once):
     /// for a caller that merges them into an input stream of its own, one
-    /// hop fewer. The handler is called under the driver's lock, on the
-    /// thread of the input (a transport's reader, the timer, a sender), in
-    /// order; it must return promptly and must not call back into the driver.
+    /// hop fewer. The handler is called on the thread of an input (a
+    /// transport's reader, the timer, a sender), one call at a time and in
+    /// order, outside the driver's lock; it must return promptly.
     public convenience init(configuration: LinkConfiguration, transport: Transport,
                             handler: @escaping @Sendable (LinkDriverEvent) -> Void) {
         let (events, continuation) = AsyncStream.makeStream(of: LinkDriverEvent.self)
@@ -86,26 +111,26 @@ public final class LinkDriver: Sendable {
     /// Opens the transport and starts the link end.
     public func start() throws(TransportError) {
         try transport.start { [weak self] event in self?.transportEvent(event) }
-        state.withLock { apply($0.link.start(now: MonotonicClock.now()), &$0) }
+        withLink { apply($0.link.start(now: MonotonicClock.now()), &$0) }
     }
 
     /// Sends bytes on a session, waiting while its queue is full.
     public func send(_ bytes: [UInt8], session: UInt8) async throws(LinkSendError) {
         while true {
-            let outcome = state.withLock { state -> Result<Void, LinkSendError> in
-                settleConsumed(&state)
+            // Over a closed transport the link end is closed too, and says so.
+            var failure: LinkSendError?
+            withLink(evenWhenFinished: true) { state in
                 do throws(LinkSendError) {
                     apply(try state.link.send(bytes, session: session, now: MonotonicClock.now()), &state)
-                    return .success(())
                 } catch {
-                    return .failure(error)
+                    failure = error
                 }
             }
-            guard case .failure(let error) = outcome else { return }
-            guard case .queueFull = error.kind else { throw error }
+            guard let failure else { return }
+            guard case .queueFull = failure.kind else { throw failure }
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
-                    if state.link.canSend(bytes.count, session: session) || !state.link.isUp { return true }
+                    if state.finished || state.link.canSend(bytes.count, session: session) || !state.link.isUp { return true }
                     state.waiters[session, default: []].append(waiter)
                     return false
                 }
@@ -126,9 +151,8 @@ public final class LinkDriver: Sendable {
     }
 
     /// Starts the link end over again on the same transport (a peer restart,
-    /// or re-synchronising after RST).
+    /// or re-synchronising after RST). Nothing happens over a closed transport.
     public func restart() {
-        // Nothing to restart over a closed transport.
         withLink { state in
             state.link = LinkEnd(configuration: state.link.configuration)
             _ = consumedPending.exchange(0, ordering: .sequentiallyConsistent)
@@ -140,7 +164,7 @@ public final class LinkDriver: Sendable {
     /// link end has written so far: stale bytes, corrupted or duplicated
     /// packets, for conformance probes.
     public func injectRaw(_ bytes: [UInt8]) {
-        state.withLock { _ in transport.write(bytes) }
+        withLink { $0.outbox.append(.write(bytes)) }
     }
 
     /// Called with every packet (or detect sequence) the link writes from
@@ -160,7 +184,7 @@ public final class LinkDriver: Sendable {
     /// Sends RST, then closes the transport; returns once both are done, so a
     /// program may exit right after.
     public func close() async {
-        state.withLock { apply($0.link.reset(now: MonotonicClock.now()), &$0) }
+        withLink { apply($0.link.reset(now: MonotonicClock.now()), &$0) }
         // Off the caller's thread: a transport may wait briefly for its
         // queued writes (the RST) before it lets go.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -172,12 +196,35 @@ public final class LinkDriver: Sendable {
     }
 
     /// Runs `body` under the lock, after passing on what the reader handed
-    /// back, unless the transport has closed.
-    private func withLink(_ body: (inout State) -> Void) {
-        state.withLock { state in
-            guard !state.finished else { return }
+    /// back, unless the transport has closed; then carries out what it
+    /// asked for.
+    private func withLink(evenWhenFinished: Bool = false, _ body: (inout State) -> Void) {
+        let effects = state.withLock { state -> [Effect] in
+            guard evenWhenFinished || !state.finished else { return [] }
             settleConsumed(&state)
             body(&state)
+            return state.claimOutbox()
+        }
+        carryOut(effects)
+    }
+
+    /// Carries out `effects`, then whatever other threads added meanwhile,
+    /// until the outbox is empty: one thread at a time, in order.
+    private func carryOut(_ effects: [Effect]) {
+        var batch = effects
+        while !batch.isEmpty {
+            for effect in batch {
+                switch effect {
+                case .write(let bytes): transport.write(bytes)
+                case .report(let event): report(event)
+                case .resume(let waiters): for waiter in waiters { waiter.resume() }
+                case .endReports: endReports()
+                }
+            }
+            batch = state.withLock { state in
+                state.carrying = false
+                return state.claimOutbox()
+            }
         }
     }
 
@@ -199,36 +246,31 @@ public final class LinkDriver: Sendable {
                 state.finished = true
                 timer.cancel()
                 resumeAllWaiters(&state)
-                report(.transportClosed(reason))
-                endReports()
+                state.outbox.append(.report(.transportClosed(reason)))
+                state.outbox.append(.endReports)
             }
         }
     }
 
-    /// Carries out what the link end asked for, under the lock: events are
-    /// reported and writes handed to the transport in the order the link end
-    /// made them; the packets of one input go as one write when the
-    /// transport takes coalesced writes.
+    /// Turns what the link end asked for into effects, under the lock, in
+    /// the order the link end made them: the packets of one input as one
+    /// write when the transport takes coalesced writes, consecutive
+    /// deliveries on one session as one event.
     private func apply(_ actions: [LinkAction], _ state: inout State) {
+        let first = state.outbox.endIndex
         var writing: [UInt8] = []
-        func write() {
-            guard !writing.isEmpty else { return }
-            transport.write(writing)
-            writing = []
-        }
-        // Consecutive deliveries on one session go up as one event.
         var delivering: (session: UInt8, bytes: [UInt8])?
         func deliver() {
             guard let (session, bytes) = delivering else { return }
             delivering = nil
-            report(.data(session: session, bytes))
+            state.outbox.append(.report(.data(session: session, bytes)))
         }
         for action in actions {
             switch action {
             case .send(let bytes):
                 state.writeTap?(bytes)
                 if !transport.acceptsCoalescedWrites {
-                    transport.write(bytes)
+                    state.outbox.append(.write(bytes))
                 } else if writing.isEmpty {
                     writing = bytes
                 } else {
@@ -243,10 +285,10 @@ public final class LinkDriver: Sendable {
                 }
             case .event(let event):
                 deliver()
-                report(.link(event))
+                state.outbox.append(.report(.link(event)))
                 switch event {
                 case .sessionWritable(let session):
-                    for waiter in state.waiters.removeValue(forKey: session) ?? [] { waiter.resume() }
+                    if let waiters = state.waiters.removeValue(forKey: session) { state.outbox.append(.resume(waiters)) }
                 case .down, .failed:
                     resumeAllWaiters(&state)
                 default:
@@ -254,8 +296,10 @@ public final class LinkDriver: Sendable {
                 }
             }
         }
+        // This input's write goes before its events (after everything
+        // earlier): the peer waits for it, the reader does not.
+        if !writing.isEmpty { state.outbox.insert(.write(writing), at: first) }
         deliver()
-        write()
         timer.schedule(at: state.link.nextDeadline)
         let holding = state.link.isHoldingForReader
         holdingForReader.store(holding, ordering: .sequentiallyConsistent)
@@ -265,7 +309,7 @@ public final class LinkDriver: Sendable {
     private func resumeAllWaiters(_ state: inout State) {
         let all = state.waiters.values.flatMap { $0 }
         state.waiters.removeAll()
-        for waiter in all { waiter.resume() }
+        if !all.isEmpty { state.outbox.append(.resume(all)) }
     }
 }
 

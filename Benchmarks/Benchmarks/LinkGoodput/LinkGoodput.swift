@@ -101,9 +101,11 @@ final class GoodputState: @unchecked Sendable {
 
     init(parameters: LinkParameters) {
         pair = LinkPair(parameters: parameters)
-        message = (0..<messageLength).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        source = .allocate(byteCount: messageLength, alignment: 64)
+        let message = (0..<messageLength).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let source = UnsafeMutableRawBufferPointer.allocate(byteCount: messageLength, alignment: 64)
         message.withUnsafeBytes { source.copyMemory(from: $0) }
+        self.message = message
+        self.source = source
         destination = .allocate(byteCount: messageLength, alignment: 64)
         destination.initializeMemory(as: UInt8.self, repeating: 0)
     }
