@@ -79,6 +79,8 @@ let package = Package(
         // libedit, for the interactive head-unit shell only (line editing,
         // history, completion).
         .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // glibc's mallopt, for the command's memory tuning.
+        .systemLibrary(name: "CMalloc"),
         // libudev, for hotplug monitoring and device listing only.
         .systemLibrary(name: "CLibUDev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         // The udev edge: USB devices enumerated and watched (add/remove) on
@@ -128,7 +130,7 @@ let package = Package(
             name: "iapctl",
             dependencies: [
                 "IAPWire", "IAPTrace", "IAPLink", "IAPTransport", "IAPConformance", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint",
-                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo", "CLibEdit", "IAPScreen",
+                "IAPUSB", "IAPUdev", "IAPHotplug", "IAPKit", "IAPDemo", "CLibEdit", "CMalloc", "IAPScreen",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

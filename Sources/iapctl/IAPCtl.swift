@@ -1,4 +1,5 @@
 import ArgumentParser
+import CMalloc
 
 @main
 struct IAPCtl: AsyncParsableCommand {
@@ -29,4 +30,18 @@ struct IAPCtl: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self, Gadget.self, Devices.self, Monitor.self, Supervise.self]
     )
+
+    static func main() async {
+        keepFreedMemory()
+        await main(nil)
+    }
+
+    /// glibc hands freed memory at the top of a thread's heap back to the
+    /// system once more than 128 KiB is free there, and faults it in again
+    /// on the next large allocation: messages of 32 KiB and up crossing the
+    /// link paid about a dozen page faults each (Docs/Performance.md). Up to
+    /// 64 MiB stays with the process instead.
+    private static func keepFreedMemory() {
+        _ = mallopt(M_TRIM_THRESHOLD, 64 << 20)
+    }
 }
