@@ -9,7 +9,8 @@
 #   Benchmarks/ping-vs-echo.sh [ROUNDS] [COUNT]      (defaults: 3 rounds, 1000 round trips each)
 #
 # SIZES="64 16000 60000" chooses the payload sizes. Builds iapctl in release
-# into ../.build-bench and tcp-echo in this package's .build.
+# into ../.build-bench (IAPCTL=path uses that binary instead) and tcp-echo in
+# this package's .build.
 set -euo pipefail
 
 ROUNDS="${1:-3}"
@@ -19,11 +20,13 @@ BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$BENCH_DIR/.." && pwd)"
 SCRATCH="$ROOT/.build-bench"
 
-echo "== building (release): tcp-echo, iapctl" >&2
+echo "== building (release): tcp-echo${IAPCTL:+ (iapctl given: $IAPCTL)}" >&2
 (cd "$BENCH_DIR" && swift build -c release --product tcp-echo >&2)
-(cd "$ROOT" && swift build -c release --product iapctl --scratch-path "$SCRATCH" >&2)
+if [ -z "${IAPCTL:-}" ]; then
+    (cd "$ROOT" && swift build -c release --product iapctl --scratch-path "$SCRATCH" >&2)
+    IAPCTL="$SCRATCH/release/iapctl"
+fi
 ECHO="$BENCH_DIR/.build/release/tcp-echo"
-IAPCTL="$SCRATCH/release/iapctl"
 
 echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 RESULTS="$(mktemp)"
