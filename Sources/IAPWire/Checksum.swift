@@ -4,9 +4,12 @@
 public enum Checksum {
     @inlinable
     public static func of<C: Collection>(_ bytes: C) -> UInt8 where C.Element == UInt8 {
-        var sum: UInt8 = 0
-        for byte in bytes { sum &+= byte }
-        return 0 &- sum
+        // Arrays and their slices (every payload the encoders see) take the
+        // vector sum below; anything else is added byte by byte.
+        if let total = bytes.withContiguousStorageIfAvailable({ Checksum.sum($0, from: 0, count: $0.count) }) { return 0 &- total }
+        var total: UInt8 = 0
+        for byte in bytes { total &+= byte }
+        return 0 &- total
     }
 
     @inlinable
