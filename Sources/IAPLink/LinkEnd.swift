@@ -34,8 +34,9 @@ public struct LinkEnd: Sendable {
 
     private struct Outgoing: Sendable {
         var sequence: UInt8
-        var session: UInt8
-        var payload: [UInt8]
+        /// The packet as first sent; a retransmission carries the
+        /// acknowledgement of its own time instead.
+        var packet: [UInt8]
         /// When it is due for retransmission (last sent + the timeout).
         var deadline: LinkInstant
         var retransmissions: Int
@@ -57,10 +58,21 @@ public struct LinkEnd: Sendable {
         var blocked = false
         var count: Int { bytes.count - head }
 
-        mutating func take(_ maximum: Int) -> [UInt8] {
+        /// The next payload (at most `maximum` bytes, or the next datagram)
+        /// encoded as a data packet straight from the queue: one buffer,
+        /// one copy.
+        mutating func takePacket(_ maximum: Int, sequence: UInt8, acknowledgement: UInt8, session: UInt8) -> [UInt8] {
             let length = datagrams.isEmpty ? min(maximum, count) : datagrams.removeFirst()
             let end = head + length
-            let chunk = Array(bytes[head..<end])
+            let packetLength = LinkPacket.headerLength + length + 1
+            var packet: [UInt8] = []
+            packet.reserveCapacity(packetLength)
+            packet += [0xFF, 0x5A, UInt8(truncatingIfNeeded: packetLength >> 8), UInt8(truncatingIfNeeded: packetLength),
+                       LinkControl.ack.rawValue, sequence, acknowledgement, session]
+            packet.append(Checksum.of(packet))
+            let payload = bytes[head..<end]
+            packet += payload
+            packet.append(Checksum.of(payload))
             head = end
             if head == bytes.count {
                 bytes.removeAll(keepingCapacity: true)
@@ -69,9 +81,13 @@ public struct LinkEnd: Sendable {
                 bytes.removeSubrange(0..<head)
                 head = 0
             }
-            return chunk
+            return packet
         }
     }
+
+    /// Where a packet's acknowledgement sits: after FF 5A, the length (2),
+    /// the control byte and the sequence number.
+    private static let acknowledgementOffset = 6
 
     private var state = State.idle
     private var decoder: LinkStreamDecoder
@@ -684,11 +700,15 @@ public struct LinkEnd: Sendable {
     }
 
     private mutating func retransmit(_ index: Int, link: NegotiatedLink, now: LinkInstant) {
-        let packet = unacked[index]
+        var packet = unacked[index].packet
         unacked[index].retransmissions += 1
         unacked[index].deadline = now + link.retransmitTimeout
         statistics.retransmissions += 1
-        emitPacket(LinkPacket(control: .ack, sequence: packet.sequence, acknowledgement: receivedSequence, session: packet.session, payload: packet.payload), now: now)
+        statistics.packetsSent += 1
+        // The current acknowledgement, and the header checksum over it.
+        packet[Self.acknowledgementOffset] = receivedSequence
+        packet[LinkPacket.headerLength - 1] = Checksum.of(packet[0..<LinkPacket.headerLength - 1])
+        emit(packet, now: now)
         pendingAcks = 0
         ackDeadline = nil
     }
@@ -726,12 +746,12 @@ public struct LinkEnd: Sendable {
         }
         while !renegotiationRequested, link.maximumPayload > 0, link.zeroAck || unacked.count < link.sendWindow,
               let session = nextSessionWithData() {
-            let chunk = queues[session]!.take(link.maximumPayload)
             sendSequence &+= 1
-            emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence, session: session, payload: chunk), now: now)
+            let packet = queues[session]!.takePacket(link.maximumPayload, sequence: sendSequence, acknowledgement: receivedSequence, session: session)
+            statistics.packetsSent += 1
+            emit(packet, now: now)
             if !link.zeroAck {
-                unacked.append(Outgoing(sequence: sendSequence, session: session, payload: chunk,
-                                        deadline: now + link.retransmitTimeout, retransmissions: 0, heldByPeer: false))
+                unacked.append(Outgoing(sequence: sendSequence, packet: packet, deadline: now + link.retransmitTimeout, retransmissions: 0, heldByPeer: false))
             }
             pendingAcks = 0
             ackDeadline = nil
