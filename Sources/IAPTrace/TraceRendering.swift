@@ -4,7 +4,15 @@ import IAPWire
 /// Docs/Tracing.md. Keys are snake_case; one object per line.
 public enum TraceJSON {
     public static func line(for event: TraceEvent) -> String {
-        var json = JSONObjectWriter()
+        var bytes: [UInt8] = []
+        write(event, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the event's JSON object (without a line break) to `buffer`,
+    /// building no string on the way.
+    public static func write(_ event: TraceEvent, into buffer: inout [UInt8]) {
+        var json = JSONObjectWriter(appendingTo: &buffer)
         json.string("kind", event.kind)
         json.stringOrNull("dir", event.direction?.rawValue)
         json.integer("offset", event.offset)
@@ -22,29 +30,33 @@ public enum TraceJSON {
             json.integer("seq", Int(info.header.sequence))
             json.integer("ack", Int(info.header.acknowledgement))
             json.integer("session", Int(info.header.session))
-            json.raw("control", "[" + info.header.control.names.map { JSONObjectWriter.quoted($0) }.joined(separator: ",") + "]")
+            json.rawBytes("control", controlNames[Int(info.header.control.rawValue)])
             json.integer("length", info.header.length)
             json.integer("payload_length", info.header.payloadLength)
             json.bool("checksums_ok", info.checksumsOK)
             json.bool("retransmission", info.retransmission)
-            if let sync = info.sync { json.raw("sync", syncObject(sync)) }
+            if let sync = info.sync { json.object("sync") { writeSync(sync, into: &$0) } }
             if let error = info.syncError { json.string("sync_error", error) }
-            if let eak = info.eak { json.raw("eak", "[" + eak.map { String($0) }.joined(separator: ",") + "]") }
-            if let datagram = info.datagram { json.raw("datagram", datagramObject(datagram)) }
+            if let eak = info.eak {
+                json.array("eak") { array in
+                    for sequence in eak { array.integer(Int(sequence)) }
+                }
+            }
+            if let datagram = info.datagram { json.object("datagram") { writeDatagram(datagram, into: &$0) } }
         case .message(let info):
             json.integer("session", Int(info.session))
             json.integer("id", Int(info.id))
             json.stringOrNull("name", info.name)
             json.integer("length", info.length)
-            json.raw("params", parameterList(info.parameters, annotations: info.annotations))
+            json.array("params") { writeParameters(info.parameters, annotations: info.annotations, into: &$0) }
         case .iap1(let info):
             json.integer("lingo", Int(info.lingo))
             json.integer("command", Int(info.command))
             json.stringOrNull("name", info.name)
             json.stringOrNull("lingo_name", IAP1Catalog.lingoNames[info.lingo])
-            if let transaction = info.transaction { json.integer("transaction", Int(transaction)) } else { json.raw("transaction", "null") }
+            if let transaction = info.transaction { json.integer("transaction", Int(transaction)) } else { json.null("transaction") }
             json.bool("checksum_ok", info.checksumOK)
-            json.string("data", hexBytes(info.data, separator: ""))
+            json.hex("data", info.data)
             if let error = info.error { json.string("error", error) }
         case .skipped(let info):
             json.integer("bytes", info.count)
@@ -52,12 +64,21 @@ public enum TraceJSON {
             if let detail = info.detail { json.string("detail", detail) }
         }
         // Added keys go last, so that the existing keys keep their neighbours.
-        if let time = event.time { json.raw("t", TraceText.seconds(nanoseconds: time)) }
-        return json.finish()
+        if let time = event.time { json.seconds("t", nanoseconds: time) }
+        json.finish(into: &buffer)
     }
 
-    static func syncObject(_ sync: LinkSynchronization) -> String {
-        var json = JSONObjectWriter()
+    /// The `control` array for each value of the control byte, encoded once:
+    /// `["SYN","ACK"]`.
+    private static let controlNames: [[UInt8]] = (0...255).map { value in
+        var bytes: [UInt8] = []
+        var array = JSONArrayWriter(appendingTo: &bytes)
+        for name in LinkControl(rawValue: UInt8(value)).names { array.string(name) }
+        array.finish(into: &bytes)
+        return bytes
+    }
+
+    static func writeSync(_ sync: LinkSynchronization, into json: inout JSONObjectWriter) {
         json.integer("version", Int(sync.version))
         json.integer("max_outstanding", Int(sync.maximumOutstandingPackets))
         json.integer("max_packet_length", Int(sync.maximumPacketLength))
@@ -66,127 +87,284 @@ public enum TraceJSON {
         json.integer("max_retransmissions", Int(sync.maximumRetransmissions))
         json.integer("max_cumulative_acks", Int(sync.maximumCumulativeAcks))
         json.bool("zero_ack", sync.isZeroAck)
-        let sessions = sync.sessions.map { session in
-            var entry = JSONObjectWriter()
-            entry.integer("id", Int(session.id))
-            entry.integer("type", Int(session.type.rawValue))
-            entry.string("type_name", session.type.name)
-            entry.integer("version", Int(session.version))
-            return entry.finish()
+        json.array("sessions") { array in
+            for session in sync.sessions {
+                array.object { entry in
+                    entry.integer("id", Int(session.id))
+                    entry.integer("type", Int(session.type.rawValue))
+                    entry.string("type_name", session.type.name)
+                    entry.integer("version", Int(session.version))
+                }
+            }
         }
-        json.raw("sessions", "[" + sessions.joined(separator: ",") + "]")
         let violations = sync.violations
         if !violations.isEmpty {
-            json.raw("violations", "[" + violations.map { JSONObjectWriter.quoted($0) }.joined(separator: ",") + "]")
+            json.array("violations") { array in
+                for violation in violations { array.string(violation) }
+            }
         }
-        return json.finish()
     }
 
-    static func datagramObject(_ datagram: DatagramInfo) -> String {
-        var json = JSONObjectWriter()
+    static func writeDatagram(_ datagram: DatagramInfo, into json: inout JSONObjectWriter) {
         json.string("session_type", datagram.sessionType.name)
         json.integer("length", datagram.length)
         if let transfer = datagram.fileTransfer {
             json.integer("transfer_id", Int(transfer.transferID))
             json.integer("opcode", Int(transfer.control.rawValue))
             json.string("opcode_name", transfer.control.name)
-            if let size = transfer.fileSize { json.raw("file_size", String(size)) }
+            if let size = transfer.fileSize { json.integer("file_size", size) }
             if transfer.control.carriesData { json.integer("data_length", transfer.body.count) }
         }
         if let session = datagram.externalAccessorySession { json.integer("ea_session", Int(session)) }
         if let error = datagram.error { json.string("error", error) }
-        return json.finish()
     }
 
-    static func parameterList(_ parameters: [InterpretedParameter], annotations: [UInt16: String] = [:]) -> String {
-        "[" + parameters.map { parameterObject($0, note: annotations[$0.id]) }.joined(separator: ",") + "]"
+    static func writeParameters(_ parameters: [InterpretedParameter], annotations: [UInt16: String] = [:], into array: inout JSONArrayWriter) {
+        for parameter in parameters {
+            array.object { writeParameter(parameter, note: annotations.isEmpty ? nil : annotations[parameter.id], into: &$0) }
+        }
     }
 
-    static func parameterObject(_ parameter: InterpretedParameter, note: String? = nil) -> String {
-        var json = JSONObjectWriter()
+    static func writeParameter(_ parameter: InterpretedParameter, note: String?, into json: inout JSONObjectWriter) {
         json.integer("id", Int(parameter.id))
         json.stringOrNull("name", parameter.name)
         json.string("type", parameter.type.rawValue)
         switch parameter.value {
-        case .none: json.raw("value", "null")
+        case .none: json.null("value")
         case .bool(let value): json.bool("value", value)
-        case .unsigned(let value): json.raw("value", String(value))
-        case .signed(let value): json.raw("value", String(value))
+        case .unsigned(let value): json.integer("value", value)
+        case .signed(let value): json.integer("value", value)
         case .enumeration(let value, let name):
             json.integer("value", Int(value))
             if let name { json.string("value_name", name) }
         case .string(let value): json.string("value", value)
-        case .blob(let bytes): json.string("value", hexBytes(bytes, separator: ""))
+        case .blob(let bytes): json.hex("value", bytes)
         case .messageIDs(let ids):
-            json.raw("value", "[" + ids.map { String($0) }.joined(separator: ",") + "]")
+            json.array("value") { array in
+                for id in ids { array.integer(Int(id)) }
+            }
         case .uint64s(let ids):
-            json.raw("value", "[" + ids.map { String($0) }.joined(separator: ",") + "]")
+            json.array("value") { array in
+                for id in ids { array.integer(id) }
+            }
         case .group(let members):
-            json.raw("params", parameterList(members))
+            json.array("params") { writeParameters(members, into: &$0) }
         case .invalid(let bytes, let reason):
-            json.string("value", hexBytes(bytes, separator: ""))
+            json.hex("value", bytes)
             json.string("error", reason)
         }
         if let note { json.string("summary", note) }
-        return json.finish()
     }
 }
 
-/// Builds one JSON object as text, in key order (the CLI's JSON outputs
-/// share it, so that escaping is done one way everywhere).
+/// Builds one JSON object as UTF-8 bytes, in key order (the CLI's JSON
+/// outputs share it, so that escaping is done one way everywhere). Made with
+/// `init(appendingTo:)` it writes at the end of the caller's buffer, which
+/// it holds until `finish(into:)` hands it back: no string is built.
 public struct JSONObjectWriter {
-    private var text = "{"
+    private var bytes: [UInt8]
     private var first = true
 
-    public init() {}
+    public init() { bytes = [UInt8(ascii: "{")] }
+
+    /// Starts an object at the end of `buffer`. The writer owns the buffer
+    /// (left empty meanwhile) until `finish(into:)`, so appends never copy it.
+    public init(appendingTo buffer: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.append(UInt8(ascii: "{"))
+    }
 
     private mutating func key(_ key: String) {
-        if !first { text += "," }
+        if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
-        text += "\"" + key + "\":"
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
     }
 
     public mutating func string(_ name: String, _ value: String) {
         key(name)
-        text += Self.quoted(value)
+        JSONEncoding.appendQuoted(value, to: &bytes)
     }
     public mutating func stringOrNull(_ name: String, _ value: String?) {
         key(name)
-        text += value.map(Self.quoted) ?? "null"
+        if let value { JSONEncoding.appendQuoted(value, to: &bytes) } else { JSONEncoding.appendNull(to: &bytes) }
     }
-    public mutating func integer(_ name: String, _ value: Int) {
+    public mutating func null(_ name: String) {
         key(name)
-        text += String(value)
+        JSONEncoding.appendNull(to: &bytes)
+    }
+    public mutating func integer(_ name: String, _ value: some FixedWidthInteger) {
+        key(name)
+        JSONEncoding.appendDecimal(value, to: &bytes)
     }
     public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
-        text += value ? "true" : "false"
+        bytes.append(contentsOf: value ? JSONEncoding.trueBytes : JSONEncoding.falseBytes)
+    }
+    /// Bytes as one string of lowercase hex digits.
+    public mutating func hex(_ name: String, _ value: [UInt8]) {
+        key(name)
+        JSONEncoding.appendHexString(value, to: &bytes)
+    }
+    /// Seconds with six decimals, as a number (`TraceText.seconds`).
+    public mutating func seconds(_ name: String, nanoseconds: Int64) {
+        key(name)
+        JSONEncoding.appendSeconds(nanoseconds: nanoseconds, to: &bytes)
     }
     public mutating func raw(_ name: String, _ json: String) {
         key(name)
-        text += json
+        bytes.append(contentsOf: json.utf8)
     }
-    public mutating func finish() -> String { text + "}" }
+    mutating func rawBytes(_ name: String, _ json: [UInt8]) {
+        key(name)
+        bytes.append(contentsOf: json)
+    }
+    public mutating func object(_ name: String, _ members: (inout JSONObjectWriter) -> Void) {
+        key(name)
+        var object = JSONObjectWriter(appendingTo: &bytes)
+        members(&object)
+        object.finish(into: &bytes)
+    }
+    public mutating func array(_ name: String, _ elements: (inout JSONArrayWriter) -> Void) {
+        key(name)
+        var array = JSONArrayWriter(appendingTo: &bytes)
+        elements(&array)
+        array.finish(into: &bytes)
+    }
+
+    public func finish() -> String {
+        String(decoding: bytes + [UInt8(ascii: "}")], as: UTF8.self)
+    }
+
+    /// Closes the object and hands the buffer back to `buffer`.
+    public mutating func finish(into buffer: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "}"))
+        swap(&bytes, &buffer)
+    }
 
     public static func quoted(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
+        var bytes: [UInt8] = []
+        JSONEncoding.appendQuoted(value, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Builds one JSON array as UTF-8 bytes at the end of a buffer it holds
+/// until `finish(into:)`, as `JSONObjectWriter` does.
+public struct JSONArrayWriter {
+    private var bytes: [UInt8]
+    private var first = true
+
+    public init(appendingTo buffer: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.append(UInt8(ascii: "["))
+    }
+
+    private mutating func separate() {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+    }
+
+    public mutating func string(_ value: String) {
+        separate()
+        JSONEncoding.appendQuoted(value, to: &bytes)
+    }
+    public mutating func integer(_ value: some FixedWidthInteger) {
+        separate()
+        JSONEncoding.appendDecimal(value, to: &bytes)
+    }
+    public mutating func object(_ members: (inout JSONObjectWriter) -> Void) {
+        separate()
+        var object = JSONObjectWriter(appendingTo: &bytes)
+        members(&object)
+        object.finish(into: &bytes)
+    }
+
+    /// Closes the array and hands the buffer back to `buffer`.
+    public mutating func finish(into buffer: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "]"))
+        swap(&bytes, &buffer)
+    }
+}
+
+/// JSON's spelling of values, appended to a byte buffer.
+enum JSONEncoding {
+    static let trueBytes: [UInt8] = Array("true".utf8)
+    static let falseBytes: [UInt8] = Array("false".utf8)
+    static let nullBytes: [UInt8] = Array("null".utf8)
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func appendNull(to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: nullBytes)
+    }
+
+    /// A string in quotes with `"`, `\\` and control characters escaped.
+    /// Bytes of 0x80 and up belong to multi-byte UTF-8 sequences and are
+    /// copied as they are, so working on bytes escapes what working on
+    /// Unicode scalars would.
+    static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\\"))
+            case 0x0A: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
+            case 0..<0x20, 0x7F:
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                          hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let digits = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+                bytes.append(byte)
             }
         }
-        return out + "\""
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    static func appendDecimal(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDigits(UInt64(value.magnitude), to: &bytes)
+    }
+
+    /// The decimal digits of `value`, written in place from the last.
+    private static func appendDigits(_ value: UInt64, minimumCount: Int = 1, to bytes: inout [UInt8]) {
+        var count = 1
+        var rest = value / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        count = max(count, minimumCount)
+        var index = bytes.count + count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        rest = value
+        while rest > 0 {
+            index -= 1
+            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        }
+    }
+
+    /// Seconds with six decimals: `0.000123`, `-1.500000` (as `TraceText.seconds` writes them).
+    static func appendSeconds(nanoseconds: Int64, to bytes: inout [UInt8]) {
+        let microseconds = (nanoseconds.magnitude + 500) / 1000
+        if nanoseconds < 0 && microseconds > 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDigits(microseconds / 1_000_000, to: &bytes)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(microseconds % 1_000_000, minimumCount: 6, to: &bytes)
+    }
+
+    static func appendHexString(_ value: [UInt8], to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value {
+            bytes.append(hexDigits[Int(byte >> 4)])
+            bytes.append(hexDigits[Int(byte & 0x0F)])
+        }
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 

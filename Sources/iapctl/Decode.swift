@@ -76,7 +76,7 @@ struct Decode: ParsableCommand {
 
     func run() throws {
         let options = TraceInputDecoder.Options(format: format, hid: hid, markers: markers, maximumPacketLength: maxPacketLength,
-                                                annotate: CertificateNotes.annotate)
+                                                annotate: CertificateNotes.annotate, decodesParameters: !stats)
         var input = TraceInputDecoder(options: options)
         var output = OutputBuffer()
         var statistics = TraceStatistics()
@@ -87,7 +87,7 @@ struct Decode: ParsableCommand {
             if stats {
                 statistics.record(event)
             } else if json {
-                output.line(TraceJSON.line(for: event))
+                output.line { TraceJSON.write(event, into: &$0) }
             } else {
                 for line in TraceText.lines(for: event) { output.line(line) }
             }

@@ -74,6 +74,13 @@ struct OutputBuffer: ~Copyable {
         if pending.count >= Self.flushThreshold { flush() }
     }
 
+    /// A line that `write` appends to the buffer itself (the line break follows).
+    mutating func line(_ write: (inout [UInt8]) -> Void) {
+        write(&pending)
+        pending.append(0x0A)
+        if pending.count >= Self.flushThreshold { flush() }
+    }
+
     mutating func flush() {
         Self.write(&pending)
     }
