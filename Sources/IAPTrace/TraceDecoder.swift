@@ -73,7 +73,9 @@ public struct TraceDecoder {
 
     private struct StreamState {
         var decoder: LinkStreamDecoder
-        var sessions: [UInt8: ControlMessageFramer] = [:]
+        /// The control sessions seen since the last SYN or RST, in the order
+        /// seen (a link has a handful: a short array beats a dictionary).
+        var sessions: [(id: UInt8, framer: ControlMessageFramer)] = []
         var lastDataSequence: UInt8?
         var identified: Bool
         var held: [TraceEvent] = []
@@ -91,6 +93,10 @@ public struct TraceDecoder {
     /// to its buffers copy them whole.
     private var states: [StreamState?] = []
     private var streamOrder: [StreamKey] = []
+    /// The two streams looked up last, tried before `streamIndices`: a
+    /// capture's records mostly alternate between one OUT and one IN endpoint.
+    private var recentStreams: (StreamKey, Int)?
+    private var previousStreams: (StreamKey, Int)?
     /// Bytes of streams that never showed iAP traffic (other USB functions).
     public private(set) var unidentifiedBytes = 0
     public private(set) var droppedStreams = 0
@@ -116,7 +122,10 @@ public struct TraceDecoder {
         if options.hid {
             ingestReport(Array(bytes), state: &state, context: context, emit: emit)
         } else {
-            state.decoder.append(bytes)
+            // The raw-buffer append is not generic: no per-call metadata lookup.
+            if bytes.withContiguousStorageIfAvailable({ state.decoder.append(UnsafeRawBufferPointer($0)) }) == nil {
+                state.decoder.append(bytes)
+            }
             drain(&state, context: context, emit: emit)
         }
     }
@@ -140,9 +149,9 @@ public struct TraceDecoder {
             if !options.hid {
                 state.decoder.finish()
                 drain(&state, context: context, emit: emit)
-                for session in state.sessions.keys.sorted() {
-                    state.sessions[session]?.finish()
-                    drainMessages(&state, session: session, context: context, emit: emit)
+                for index in state.sessions.indices.sorted(by: { state.sessions[$0].id < state.sessions[$1].id }) {
+                    state.sessions[index].framer.finish()
+                    drainMessages(&state, sessionIndex: index, context: context, emit: emit)
                 }
             }
             if !state.identified { unidentifiedBytes += state.heldBytes }
@@ -167,6 +176,18 @@ public struct TraceDecoder {
     /// The stream's place in `states`, made on first sight; nil once
     /// `maximumStreams` are tracked.
     private mutating func streamIndex(_ key: StreamKey) -> Int? {
+        if let (recent, index) = recentStreams, recent == key { return index }
+        if let (previous, index) = previousStreams, previous == key {
+            swap(&recentStreams, &previousStreams)
+            return index
+        }
+        guard let index = lookUpStream(key) else { return nil }
+        previousStreams = recentStreams
+        recentStreams = (key, index)
+        return index
+    }
+
+    private mutating func lookUpStream(_ key: StreamKey) -> Int? {
         if let index = streamIndices[key] { return index }
         guard states.count < Self.maximumStreams else {
             droppedStreams += 1
@@ -181,8 +202,9 @@ public struct TraceDecoder {
 
     /// Moves a stream's state out of `states`; the caller puts it back.
     private mutating func takeState(_ index: Int) -> StreamState {
-        defer { states[index] = nil }
-        return states[index]!
+        var state: StreamState?
+        swap(&state, &states[index])
+        return state!
     }
 
     private mutating func output(_ event: TraceEvent, state: inout StreamState, emit: (TraceEvent) -> Void) {
@@ -297,8 +319,14 @@ public struct TraceDecoder {
             }
             output(context.event(.link(info), offset: offset), state: &state, emit: emit)
             if type == .control {
-                state.sessions[session, default: ControlMessageFramer()].append(payload)
-                drainMessages(&state, session: session, context: context, emit: emit)
+                var index = state.sessions.count
+                if let known = state.sessions.firstIndex(where: { $0.id == session }) {
+                    index = known
+                } else {
+                    state.sessions.append((session, ControlMessageFramer()))
+                }
+                state.sessions[index].framer.append(payload)
+                drainMessages(&state, sessionIndex: index, context: context, emit: emit)
             }
         } else {
             output(context.event(.link(info), offset: offset), state: &state, emit: emit)
@@ -317,8 +345,9 @@ public struct TraceDecoder {
         return SessionType(rawValue: 0xFF)
     }
 
-    private mutating func drainMessages(_ state: inout StreamState, session: UInt8, context: Context, emit: (TraceEvent) -> Void) {
-        while let found = state.sessions[session]?.next() {
+    private mutating func drainMessages(_ state: inout StreamState, sessionIndex: Int, context: Context, emit: (TraceEvent) -> Void) {
+        let session = state.sessions[sessionIndex].id
+        while let found = state.sessions[sessionIndex].framer.next() {
             switch found {
             case .message(let id, let offset, let length, let body):
                 var info = MessageInfo(session: session, id: id, name: MessageCatalog.name(of: id), length: length, parameters: [])

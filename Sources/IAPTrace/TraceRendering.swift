@@ -505,7 +505,12 @@ public enum TraceText {
 
 /// Counts over a whole trace, for `--stats`.
 public struct TraceStatistics: Sendable {
-    public var linkPackets: [String: Int] = ["out": 0, "in": 0, "unknown": 0]
+    /// Link packets by direction: `out`, `in` and `unknown`.
+    public var linkPackets: [String: Int] { ["out": outPackets, "in": inPackets, "unknown": undirectedPackets] }
+    // Counted apart, not in `linkPackets`: hashing a key for every packet costs.
+    private var outPackets = 0
+    private var inPackets = 0
+    private var undirectedPackets = 0
     public var detects = 0
     public var messages: [UInt16: Int] = [:]
     public var iap1Packets = 0
@@ -525,7 +530,11 @@ public struct TraceStatistics: Sendable {
         case .detect:
             detects += 1
         case .link(let info):
-            linkPackets[event.direction?.rawValue ?? "unknown", default: 0] += 1
+            switch event.direction {
+            case .out: outPackets += 1
+            case .in: inPackets += 1
+            case nil: undirectedPackets += 1
+            }
             if !info.checksumsOK { checksumErrors += 1 }
             if info.retransmission { retransmissions += 1 }
         case .message(let info):
@@ -546,7 +555,9 @@ public struct TraceStatistics: Sendable {
     public var json: String {
         var json = JSONObjectWriter()
         var packets = JSONObjectWriter()
-        for direction in ["out", "in", "unknown"] { packets.integer(direction, linkPackets[direction] ?? 0) }
+        packets.integer("out", outPackets)
+        packets.integer("in", inPackets)
+        packets.integer("unknown", undirectedPackets)
         json.raw("link_packets", packets.finish())
         var messageCounts = JSONObjectWriter()
         for (id, count) in messages.sorted(by: { $0.key < $1.key }) { messageCounts.integer("0x" + hex16(id), count) }
@@ -565,8 +576,7 @@ public struct TraceStatistics: Sendable {
     }
 
     public var text: [String] {
-        var lines = ["link packets: out \(linkPackets["out"] ?? 0), in \(linkPackets["in"] ?? 0)"
-                     + ((linkPackets["unknown"] ?? 0) > 0 ? ", no direction \(linkPackets["unknown"] ?? 0)" : "")]
+        var lines = ["link packets: out \(outPackets), in \(inPackets)" + (undirectedPackets > 0 ? ", no direction \(undirectedPackets)" : "")]
         lines.append("detect sequences: \(detects)")
         lines.append("retransmissions: \(retransmissions)")
         lines.append("messages: \(messages.values.reduce(0, +))")

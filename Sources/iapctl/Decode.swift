@@ -82,6 +82,8 @@ struct Decode: ParsableCommand {
         var statistics = TraceStatistics()
         let name = file.map { $0 == "-" ? "standard input" : $0 } ?? SampleTrace.name
         var found = 0
+        // Plain copies: reading the flags' property wrappers for every event costs.
+        let stats = self.stats, json = self.json
         let emit: (TraceEvent) -> Void = { event in
             found += 1
             if stats {
