@@ -179,7 +179,7 @@ public struct JSONObjectWriter {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
         bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: key.utf8)
+        JSONEncoding.appendUTF8(key, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
@@ -308,6 +308,12 @@ enum JSONEncoding {
     /// Unicode scalars would.
     static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            // Nothing to escape (nearly always): copied in one piece.
+            appendUTF8(value, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\""))
@@ -325,6 +331,14 @@ enum JSONEncoding {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// The string's bytes, copied in one piece when it is stored as UTF-8
+    /// (literals and native strings are).
+    static func appendUTF8(_ value: String, to bytes: inout [UInt8]) {
+        if value.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: value.utf8)
+        }
+    }
+
     static func appendDecimal(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         appendDigits(UInt64(value.magnitude), to: &bytes)
@@ -332,6 +346,10 @@ enum JSONEncoding {
 
     /// The decimal digits of `value`, written in place from the last.
     private static func appendDigits(_ value: UInt64, minimumCount: Int = 1, to bytes: inout [UInt8]) {
+        if value < 10 && minimumCount == 1 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
         var count = 1
         var rest = value / 10
         while rest > 0 {
@@ -339,13 +357,15 @@ enum JSONEncoding {
             rest /= 10
         }
         count = max(count, minimumCount)
-        var index = bytes.count + count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
         rest = value
-        while rest > 0 {
-            index -= 1
-            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            var index = buffer.count
+            while rest > 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
         }
     }
 
