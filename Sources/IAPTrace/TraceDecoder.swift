@@ -117,7 +117,6 @@ public struct TraceDecoder {
             return
         }
         var state = takeState(index)
-        defer { states[index] = state }
         let context = Context(key: key, frame: frame, line: line, time: time)
         if options.hid {
             ingestReport(Array(bytes), state: &state, context: context, emit: emit)
@@ -128,17 +127,18 @@ public struct TraceDecoder {
             }
             drain(&state, context: context, emit: emit)
         }
+        states[index] = consume state
     }
 
     /// Reports bytes the capture says moved but did not record.
     public mutating func gap(_ count: Int, stream key: StreamKey, frame: Int?, time: Int64? = nil, emit: (TraceEvent) -> Void) {
         guard let index = streamIndex(key) else { return }
         var state = takeState(index)
-        defer { states[index] = state }
         let context = Context(key: key, frame: frame, line: nil, time: time)
         let event = context.event(.skipped(SkippedInfo(count: count, reason: "not_captured", detail: "the capture holds fewer bytes than the transfer moved")),
                                   offset: options.hid ? state.hidOffset : state.decoder.offset)
         output(event, state: &state, emit: emit)
+        states[index] = consume state
     }
 
     /// Ends every stream: truncated packets and messages are reported.
@@ -155,7 +155,7 @@ public struct TraceDecoder {
                 }
             }
             if !state.identified { unidentifiedBytes += state.heldBytes }
-            states[index] = state
+            states[index] = consume state
         }
     }
 
@@ -200,11 +200,9 @@ public struct TraceDecoder {
         return states.count - 1
     }
 
-    /// Moves a stream's state out of `states`; the caller puts it back.
+    /// Moves a stream's state out of `states`; the caller moves it back.
     private mutating func takeState(_ index: Int) -> StreamState {
-        var state: StreamState?
-        swap(&state, &states[index])
-        return state!
+        states[index].take()!
     }
 
     private mutating func output(_ event: TraceEvent, state: inout StreamState, emit: (TraceEvent) -> Void) {
