@@ -4,14 +4,14 @@ import IAPWire
 /// Docs/Tracing.md. Keys are snake_case; one object per line.
 public enum TraceJSON {
     public static func line(for event: TraceEvent) -> String {
-        var bytes: [UInt8] = []
+        var bytes = OutputBytes()
         write(event, into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes.string
     }
 
     /// Appends the event's JSON object (without a line break) to `buffer`,
     /// building no string on the way.
-    public static func write(_ event: TraceEvent, into buffer: inout [UInt8]) {
+    public static func write(_ event: TraceEvent, into buffer: inout OutputBytes) {
         var json = JSONObjectWriter(appendingTo: &buffer)
         json.string("kind", event.kind)
         json.stringOrNull("dir", event.direction?.rawValue)
@@ -71,11 +71,11 @@ public enum TraceJSON {
     /// The `control` array for each value of the control byte, encoded once:
     /// `["SYN","ACK"]`.
     private static let controlNames: [[UInt8]] = (0...255).map { value in
-        var bytes: [UInt8] = []
+        var bytes = OutputBytes()
         var array = JSONArrayWriter(appendingTo: &bytes)
         for name in LinkControl(rawValue: UInt8(value)).names { array.string(name) }
         array.finish(into: &bytes)
-        return bytes
+        return bytes.withUnsafeBytes { Array($0) }
     }
 
     static func writeSync(_ sync: LinkSynchronization, into json: inout JSONObjectWriter) {
@@ -157,20 +157,88 @@ public enum TraceJSON {
     }
 }
 
+/// A growable byte buffer written through a pointer, for output built a few
+/// bytes at a time (JSON lines): appending a byte is a capacity check and a
+/// store, without the uniqueness check an array's append makes.
+public struct OutputBytes: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>?
+    public private(set) var count = 0
+    private var capacity = 0
+
+    public init(capacity: Int = 0) {
+        if capacity > 0 { grow(toAtLeast: capacity) }
+    }
+
+    deinit { base?.deallocate() }
+
+    public mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(toAtLeast: count + 1) }
+        base.unsafelyUnwrapped[count] = byte
+        count += 1
+    }
+
+    public mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        if count + bytes.count > capacity { grow(toAtLeast: count + bytes.count) }
+        (base.unsafelyUnwrapped + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    public mutating func append(contentsOf bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { append($0) }
+    }
+
+    /// The string's UTF-8 bytes, copied in one piece when it is stored as
+    /// UTF-8 (literals and native strings are).
+    public mutating func append(utf8 string: String) {
+        if string.utf8.withContiguousStorageIfAvailable({ append($0) }) == nil {
+            for byte in string.utf8 { append(byte) }
+        }
+    }
+
+    /// Empties the buffer, keeping its memory.
+    public mutating func removeAll() { count = 0 }
+
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    public var string: String {
+        withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Makes room for `extra` more bytes and lets `write` fill them through a
+    /// pointer; it returns how many it wrote (at most `extra`).
+    mutating func append(upTo extra: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        if count + extra > capacity { grow(toAtLeast: count + extra) }
+        count += write(base.unsafelyUnwrapped + count)
+    }
+
+    private mutating func grow(toAtLeast minimum: Int) {
+        let newCapacity = max(minimum, capacity * 2, 256)
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        if let base {
+            grown.initialize(from: base, count: count)
+            base.deallocate()
+        }
+        base = grown
+        capacity = newCapacity
+    }
+}
+
 /// Builds one JSON object as UTF-8 bytes, in key order (the CLI's JSON
 /// outputs share it, so that escaping is done one way everywhere). Made with
 /// `init(appendingTo:)` it writes at the end of the caller's buffer, which
 /// it holds until `finish(into:)` hands it back: no string is built.
-public struct JSONObjectWriter {
-    private var bytes: [UInt8]
+public struct JSONObjectWriter: ~Copyable {
+    private var bytes = OutputBytes()
     private var first = true
 
-    public init() { bytes = [UInt8(ascii: "{")] }
+    public init() { bytes.append(UInt8(ascii: "{")) }
 
-    /// Starts an object at the end of `buffer`. The writer owns the buffer
-    /// (left empty meanwhile) until `finish(into:)`, so appends never copy it.
-    public init(appendingTo buffer: inout [UInt8]) {
-        bytes = []
+    /// Starts an object at the end of `buffer`. The writer holds the buffer
+    /// (leaving an empty one in its place) until `finish(into:)`.
+    public init(appendingTo buffer: inout OutputBytes) {
         swap(&bytes, &buffer)
         bytes.append(UInt8(ascii: "{"))
     }
@@ -179,44 +247,44 @@ public struct JSONObjectWriter {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
         bytes.append(UInt8(ascii: "\""))
-        JSONEncoding.appendUTF8(key, to: &bytes)
+        bytes.append(utf8: key)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
 
     public mutating func string(_ name: String, _ value: String) {
         key(name)
-        JSONEncoding.appendQuoted(value, to: &bytes)
+        bytes.appendQuoted(value)
     }
     public mutating func stringOrNull(_ name: String, _ value: String?) {
         key(name)
-        if let value { JSONEncoding.appendQuoted(value, to: &bytes) } else { JSONEncoding.appendNull(to: &bytes) }
+        if let value { bytes.appendQuoted(value) } else { bytes.appendNull() }
     }
     public mutating func null(_ name: String) {
         key(name)
-        JSONEncoding.appendNull(to: &bytes)
+        bytes.appendNull()
     }
     public mutating func integer(_ name: String, _ value: some FixedWidthInteger) {
         key(name)
-        JSONEncoding.appendDecimal(value, to: &bytes)
+        bytes.appendDecimal(value)
     }
     public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
-        bytes.append(contentsOf: value ? JSONEncoding.trueBytes : JSONEncoding.falseBytes)
+        bytes.append(utf8: value ? "true" : "false")
     }
     /// Bytes as one string of lowercase hex digits.
     public mutating func hex(_ name: String, _ value: [UInt8]) {
         key(name)
-        JSONEncoding.appendHexString(value, to: &bytes)
+        bytes.appendHexString(value)
     }
     /// Seconds with six decimals, as a number (`TraceText.seconds`).
     public mutating func seconds(_ name: String, nanoseconds: Int64) {
         key(name)
-        JSONEncoding.appendSeconds(nanoseconds: nanoseconds, to: &bytes)
+        bytes.appendSeconds(nanoseconds: nanoseconds)
     }
     public mutating func raw(_ name: String, _ json: String) {
         key(name)
-        bytes.append(contentsOf: json.utf8)
+        bytes.append(utf8: json)
     }
     mutating func rawBytes(_ name: String, _ json: [UInt8]) {
         key(name)
@@ -236,30 +304,29 @@ public struct JSONObjectWriter {
     }
 
     public func finish() -> String {
-        String(decoding: bytes + [UInt8(ascii: "}")], as: UTF8.self)
+        bytes.string + "}"
     }
 
     /// Closes the object and hands the buffer back to `buffer`.
-    public mutating func finish(into buffer: inout [UInt8]) {
+    public mutating func finish(into buffer: inout OutputBytes) {
         bytes.append(UInt8(ascii: "}"))
         swap(&bytes, &buffer)
     }
 
     public static func quoted(_ value: String) -> String {
-        var bytes: [UInt8] = []
-        JSONEncoding.appendQuoted(value, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+        var bytes = OutputBytes()
+        bytes.appendQuoted(value)
+        return bytes.string
     }
 }
 
 /// Builds one JSON array as UTF-8 bytes at the end of a buffer it holds
 /// until `finish(into:)`, as `JSONObjectWriter` does.
-public struct JSONArrayWriter {
-    private var bytes: [UInt8]
+public struct JSONArrayWriter: ~Copyable {
+    private var bytes = OutputBytes()
     private var first = true
 
-    public init(appendingTo buffer: inout [UInt8]) {
-        bytes = []
+    public init(appendingTo buffer: inout OutputBytes) {
         swap(&bytes, &buffer)
         bytes.append(UInt8(ascii: "["))
     }
@@ -271,11 +338,11 @@ public struct JSONArrayWriter {
 
     public mutating func string(_ value: String) {
         separate()
-        JSONEncoding.appendQuoted(value, to: &bytes)
+        bytes.appendQuoted(value)
     }
     public mutating func integer(_ value: some FixedWidthInteger) {
         separate()
-        JSONEncoding.appendDecimal(value, to: &bytes)
+        bytes.appendDecimal(value)
     }
     public mutating func object(_ members: (inout JSONObjectWriter) -> Void) {
         separate()
@@ -285,69 +352,59 @@ public struct JSONArrayWriter {
     }
 
     /// Closes the array and hands the buffer back to `buffer`.
-    public mutating func finish(into buffer: inout [UInt8]) {
+    public mutating func finish(into buffer: inout OutputBytes) {
         bytes.append(UInt8(ascii: "]"))
         swap(&bytes, &buffer)
     }
 }
 
-/// JSON's spelling of values, appended to a byte buffer.
-enum JSONEncoding {
-    static let trueBytes: [UInt8] = Array("true".utf8)
-    static let falseBytes: [UInt8] = Array("false".utf8)
-    static let nullBytes: [UInt8] = Array("null".utf8)
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    static func appendNull(to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: nullBytes)
+/// JSON's spelling of values.
+extension OutputBytes {
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
+
+    mutating func appendNull() { append(utf8: "null") }
 
     /// A string in quotes with `"`, `\\` and control characters escaped.
     /// Bytes of 0x80 and up belong to multi-byte UTF-8 sequences and are
     /// copied as they are, so working on bytes escapes what working on
     /// Unicode scalars would.
-    static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
+    mutating func appendQuoted(_ value: String) {
+        append(UInt8(ascii: "\""))
         if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
             // Nothing to escape (nearly always): copied in one piece.
-            appendUTF8(value, to: &bytes)
-            bytes.append(UInt8(ascii: "\""))
+            append(utf8: value)
+            append(UInt8(ascii: "\""))
             return
         }
         for byte in value.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "\\"))
-            case 0x0A: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\""): append(UInt8(ascii: "\\")); append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): append(UInt8(ascii: "\\")); append(UInt8(ascii: "\\"))
+            case 0x0A: append(UInt8(ascii: "\\")); append(UInt8(ascii: "n"))
+            case 0x0D: append(UInt8(ascii: "\\")); append(UInt8(ascii: "r"))
+            case 0x09: append(UInt8(ascii: "\\")); append(UInt8(ascii: "t"))
             case 0..<0x20, 0x7F:
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
+                append(utf8: "\\u00")
+                append(Self.hexDigit(byte >> 4))
+                append(Self.hexDigit(byte & 0x0F))
             default:
-                bytes.append(byte)
+                append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
-    /// The string's bytes, copied in one piece when it is stored as UTF-8
-    /// (literals and native strings are).
-    static func appendUTF8(_ value: String, to bytes: inout [UInt8]) {
-        if value.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
-            bytes.append(contentsOf: value.utf8)
-        }
+    mutating func appendDecimal(_ value: some FixedWidthInteger) {
+        if value < 0 { append(UInt8(ascii: "-")) }
+        appendDigits(UInt64(value.magnitude))
     }
 
-    static func appendDecimal(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        appendDigits(UInt64(value.magnitude), to: &bytes)
-    }
-
-    /// The decimal digits of `value`, written in place from the last.
-    private static func appendDigits(_ value: UInt64, minimumCount: Int = 1, to bytes: inout [UInt8]) {
+    /// The decimal digits of `value`, at least `minimumCount` of them (zeros in front).
+    private mutating func appendDigits(_ value: UInt64, minimumCount: Int = 1) {
         if value < 10 && minimumCount == 1 {
-            bytes.append(UInt8(ascii: "0") + UInt8(value))
+            append(UInt8(ascii: "0") + UInt8(value))
             return
         }
         var count = 1
@@ -357,34 +414,35 @@ enum JSONEncoding {
             rest /= 10
         }
         count = max(count, minimumCount)
-        rest = value
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            var index = buffer.count
-            while rest > 0 {
-                index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+        append(upTo: count) { digits in
+            rest = value
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                digits[index] = UInt8(ascii: "0") + UInt8(rest % 10)
                 rest /= 10
             }
+            return count
         }
     }
 
     /// Seconds with six decimals: `0.000123`, `-1.500000` (as `TraceText.seconds` writes them).
-    static func appendSeconds(nanoseconds: Int64, to bytes: inout [UInt8]) {
+    mutating func appendSeconds(nanoseconds: Int64) {
         let microseconds = (nanoseconds.magnitude + 500) / 1000
-        if nanoseconds < 0 && microseconds > 0 { bytes.append(UInt8(ascii: "-")) }
-        appendDigits(microseconds / 1_000_000, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        appendDigits(microseconds % 1_000_000, minimumCount: 6, to: &bytes)
+        if nanoseconds < 0 && microseconds > 0 { append(UInt8(ascii: "-")) }
+        appendDigits(microseconds / 1_000_000)
+        append(UInt8(ascii: "."))
+        appendDigits(microseconds % 1_000_000, minimumCount: 6)
     }
 
-    static func appendHexString(_ value: [UInt8], to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value {
-            bytes.append(hexDigits[Int(byte >> 4)])
-            bytes.append(hexDigits[Int(byte & 0x0F)])
+    mutating func appendHexString(_ value: [UInt8]) {
+        append(UInt8(ascii: "\""))
+        append(upTo: value.count * 2) { digits in
+            for (index, byte) in value.enumerated() {
+                digits[2 * index] = Self.hexDigit(byte >> 4)
+                digits[2 * index + 1] = Self.hexDigit(byte & 0x0F)
+            }
+            return value.count * 2
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 }
 

@@ -174,7 +174,8 @@ import IAPWire
     }
 
     @Test func writesNumbersNestedValuesAndKeyOrder() {
-        var bytes = Array("prefix ".utf8)
+        var bytes = OutputBytes()
+        bytes.append(utf8: "prefix ")
         var json = JSONObjectWriter(appendingTo: &bytes)
         json.integer("zero", 0)
         json.integer("negative", -1234567)
@@ -191,7 +192,7 @@ import IAPWire
         json.object("inner") { $0.bool("ok", true) }
         json.stringOrNull("absent", nil)
         json.finish(into: &bytes)
-        #expect(String(decoding: bytes, as: UTF8.self)
+        #expect(bytes.string
                 == "prefix {\"zero\":0,\"negative\":-1234567,\"largest\":18446744073709551615,\"smallest\":-9223372036854775808,"
                 + "\"t\":-1.500000,\"u\":0.000123,\"hex\":\"00ab0f\",\"list\":[7,\"x\",{\"n\":null}],\"inner\":{\"ok\":true},\"absent\":null}")
         #expect(TraceText.seconds(nanoseconds: -1_500_000_000) == "-1.500000")
@@ -199,11 +200,11 @@ import IAPWire
 
     @Test func writtenLinesAreTheLinesAsStrings() throws {
         let (events, _) = try decodeTrace(Array(SampleTrace.text.utf8))
-        var bytes: [UInt8] = []
+        var bytes = OutputBytes()
         for event in events {
             TraceJSON.write(event, into: &bytes)
             bytes.append(0x0A)
         }
-        #expect(String(decoding: bytes, as: UTF8.self) == jsonLines(events).map { $0 + "\n" }.joined())
+        #expect(bytes.string == jsonLines(events).map { $0 + "\n" }.joined())
     }
 }
