@@ -149,9 +149,9 @@ public struct TraceDecoder {
             if !options.hid {
                 state.decoder.finish()
                 drain(&state, context: context, emit: emit)
-                for index in state.sessions.indices.sorted(by: { state.sessions[$0].id < state.sessions[$1].id }) {
-                    state.sessions[index].framer.finish()
-                    drainMessages(&state, sessionIndex: index, context: context, emit: emit)
+                for sessionIndex in state.sessions.indices.sorted(by: { state.sessions[$0].id < state.sessions[$1].id }) {
+                    state.sessions[sessionIndex].framer.finish()
+                    drainMessages(&state, sessionIndex: sessionIndex, context: context, emit: emit)
                 }
             }
             if !state.identified { unidentifiedBytes += state.heldBytes }
@@ -311,7 +311,12 @@ public struct TraceDecoder {
             default:
                 var datagram = DatagramInfo(sessionType: type, length: payload.count)
                 if type == .externalAccessory {
-                    do { datagram.externalAccessorySession = try ExternalAccessoryDatagram(decoding: payload).protocolSessionID } catch { datagram.error = error.detail }
+                    if payload.count >= 2 {
+                        // Only the session id is shown: read in place, not by decoding (which copies the data).
+                        datagram.externalAccessorySession = UInt16(payload[payload.startIndex]) << 8 | UInt16(payload[payload.startIndex + 1])
+                    } else {
+                        do { _ = try ExternalAccessoryDatagram(decoding: payload) } catch { datagram.error = error.detail }
+                    }
                 }
                 info.datagram = datagram
             }
