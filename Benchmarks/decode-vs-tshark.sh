@@ -17,6 +17,8 @@
 #                           (default: ${TMPDIR:-/tmp}/iap-bench-<MB>MB.pcapng)
 #   SESSION_CAPTURE=path    the session capture, used or created
 #                           (default: ${TMPDIR:-/tmp}/iap-bench-session-<RECORDS>.pcapng)
+#   BASELINE=path           another iapctl binary (an older build, say) timed
+#                           in the same runs as stats-baseline and json-baseline
 # Captures are reused when present.
 set -euo pipefail
 
@@ -77,10 +79,16 @@ for shape in $SHAPES; do
     "$IAPCTL" decode --stats "$capture" | head -n 40
     echo "tshark frames: $(tshark -r "$capture" -T fields -e frame.number | tail -n 1)"
 
+    baseline=()
+    if [ -n "${BASELINE:-}" ]; then
+        baseline=(-n stats-baseline "'$BASELINE' decode --stats '$capture' > /dev/null"
+                  -n json-baseline "'$BASELINE' decode --json '$capture' > /dev/null")
+    fi
     # Warm the page cache first so that all read the file from memory.
     hyperfine --warmup 1 --runs "$RUNS" --export-json "$RESULTS" \
         -n stats "'$IAPCTL' decode --stats '$capture' > /dev/null" \
         -n json "'$IAPCTL' decode --json '$capture' > /dev/null" \
+        "${baseline[@]}" \
         -n tshark "tshark -r '$capture' -T fields -e usb.capdata > /dev/null"
 
     python3 - "$RESULTS" "$size" "$shape" <<'PY'
@@ -88,13 +96,16 @@ import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 size, shape = int(sys.argv[2]), sys.argv[3]
 tshark = results["tshark"]
-for name in ("stats", "json", "tshark"):
+for name in ("stats", "json", "stats-baseline", "json-baseline", "tshark"):
+    if name not in results:
+        continue
     r = results[name]
     print(f"{shape:7s} {name:6s} median {r['median']:.3f} s  mean {r['mean']:.3f} ± {r['stddev']:.3f} s  "
           f"({size / r['median'] / 1e6:.0f} MB/s)  user {r['user']:.3f} s  sys {r['system']:.3f} s")
-for name in ("stats", "json"):
-    r = results[name]
-    print(f"{shape:7s} ratio tshark / iapctl --{name} (medians): {tshark['median'] / r['median']:.2f}x")
+for name in ("stats", "json", "stats-baseline", "json-baseline"):
+    if name in results:
+        r = results[name]
+        print(f"{shape:7s} ratio tshark / iapctl {name} (medians): {tshark['median'] / r['median']:.2f}x")
 PY
 done
 echo "(captures are kept for reruns: rm '$CAPTURE' '$SESSION_CAPTURE' when done)"
