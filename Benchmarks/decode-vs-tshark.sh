@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# Times `iapctl decode --stats` against `tshark -T fields -e usb.capdata` on the
-# same large usbmon pcapng, in one run, and prints the ratio.
+# Times `iapctl decode --stats` and `iapctl decode --json` against
+# `tshark -T fields -e usb.capdata` on the same usbmon pcapng, all three in one
+# hyperfine run per capture shape, and prints the ratios. Two shapes:
+#   large    ~MEGABYTES of a session heavy in large transfers (artwork,
+#            external-accessory data, a USB disk beside the phone)
+#   session  RECORDS records shaped like a real session: mostly transfers
+#            under 300 bytes (ACK-only link packets, now-playing updates,
+#            small control messages)
 #
 #   Benchmarks/decode-vs-tshark.sh [MEGABYTES] [RUNS]     (defaults: 300, 5)
 #
 # Needs root for apt-get when tshark or hyperfine is missing. Environment:
-#   CAPTURE=path   capture file to use, or to create if missing
-#                  (default: ${TMPDIR:-/tmp}/iap-bench-<MB>MB.pcapng; reused when present)
+#   SHAPES="large session"  the shapes to time (default: both)
+#   RECORDS=1000000         records in the session capture
+#   CAPTURE=path            the large capture, used or created
+#                           (default: ${TMPDIR:-/tmp}/iap-bench-<MB>MB.pcapng)
+#   SESSION_CAPTURE=path    the session capture, used or created
+#                           (default: ${TMPDIR:-/tmp}/iap-bench-session-<RECORDS>.pcapng)
+#   BASELINE=path           another iapctl binary (an older build, say) timed
+#                           in the same runs as stats-baseline and json-baseline
+# Captures are reused when present.
 set -euo pipefail
 
 MEGABYTES="${1:-300}"
 RUNS="${2:-5}"
+SHAPES="${SHAPES:-large session}"
+RECORDS="${RECORDS:-1000000}"
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$BENCH_DIR/.." && pwd)"
 SCRATCH="$ROOT/.build-bench"
 CAPTURE="${CAPTURE:-${TMPDIR:-/tmp}/iap-bench-${MEGABYTES}MB.pcapng}"
+SESSION_CAPTURE="${SESSION_CAPTURE:-${TMPDIR:-/tmp}/iap-bench-session-${RECORDS}.pcapng}"
 
 need_apt=()
 command -v tshark >/dev/null 2>&1 || need_apt+=(tshark)
@@ -36,39 +52,60 @@ echo "== building (release): make-usbmon-capture, iapctl"
 GENERATOR="$BENCH_DIR/.build/release/make-usbmon-capture"
 IAPCTL="$SCRATCH/release/iapctl"
 
-if [ ! -s "$CAPTURE" ]; then
-    echo "== generating $CAPTURE (~${MEGABYTES} MB)"
-    "$GENERATOR" "$CAPTURE" "$MEGABYTES"
-fi
-SIZE=$(stat -c %s "$CAPTURE")
-echo "== capture: $CAPTURE, $SIZE bytes"
-
-echo "== sanity: both tools read the whole file"
-"$IAPCTL" decode --stats "$CAPTURE" | head -n 40
-FRAMES=$(tshark -r "$CAPTURE" -T fields -e frame.number | tail -n 1)
-echo "tshark frames: $FRAMES"
-
 echo "== machine"
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tshark: $(tshark --version | head -n 1)"
 echo "iapctl: $IAPCTL"
 
-JSON="$(mktemp --suffix=.json)"
-trap 'rm -f "$JSON"' EXIT
-# Warm the page cache first so both read the file from memory.
-hyperfine --warmup 1 --runs "$RUNS" --export-json "$JSON" \
-    -n iapctl "'$IAPCTL' decode --stats '$CAPTURE' > /dev/null" \
-    -n tshark "tshark -r '$CAPTURE' -T fields -e usb.capdata > /dev/null"
+RESULTS="$(mktemp --suffix=.json)"
+trap 'rm -f "$RESULTS"' EXIT
 
-python3 - "$JSON" "$SIZE" <<'PY'
+for shape in $SHAPES; do
+    case "$shape" in
+        large) capture="$CAPTURE"; size_argument="$MEGABYTES" ;;
+        session) capture="$SESSION_CAPTURE"; size_argument="$RECORDS" ;;
+        *) echo "unknown shape $shape (large or session)" >&2; exit 2 ;;
+    esac
+    echo
+    echo "==== shape: $shape"
+    if [ ! -s "$capture" ]; then
+        echo "== generating $capture"
+        "$GENERATOR" --shape "$shape" "$capture" "$size_argument"
+    fi
+    size=$(stat -c %s "$capture")
+    echo "== capture: $capture, $size bytes"
+
+    echo "== sanity: both tools read the whole file"
+    "$IAPCTL" decode --stats "$capture" | head -n 40
+    echo "tshark frames: $(tshark -r "$capture" -T fields -e frame.number | tail -n 1)"
+
+    baseline=()
+    if [ -n "${BASELINE:-}" ]; then
+        baseline=(-n stats-baseline "'$BASELINE' decode --stats '$capture' > /dev/null"
+                  -n json-baseline "'$BASELINE' decode --json '$capture' > /dev/null")
+    fi
+    # Warm the page cache first so that all read the file from memory.
+    hyperfine --warmup 1 --runs "$RUNS" --export-json "$RESULTS" \
+        -n stats "'$IAPCTL' decode --stats '$capture' > /dev/null" \
+        -n json "'$IAPCTL' decode --json '$capture' > /dev/null" \
+        "${baseline[@]}" \
+        -n tshark "tshark -r '$capture' -T fields -e usb.capdata > /dev/null"
+
+    python3 - "$RESULTS" "$size" "$shape" <<'PY'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-size = int(sys.argv[2])
-i, t = results["iapctl"], results["tshark"]
-for name, r in (("iapctl", i), ("tshark", t)):
-    print(f"{name:7s} median {r['median']:.3f} s  mean {r['mean']:.3f} ± {r['stddev']:.3f} s  "
+size, shape = int(sys.argv[2]), sys.argv[3]
+tshark = results["tshark"]
+for name in ("stats", "json", "stats-baseline", "json-baseline", "tshark"):
+    if name not in results:
+        continue
+    r = results[name]
+    print(f"{shape:7s} {name:6s} median {r['median']:.3f} s  mean {r['mean']:.3f} ± {r['stddev']:.3f} s  "
           f"({size / r['median'] / 1e6:.0f} MB/s)  user {r['user']:.3f} s  sys {r['system']:.3f} s")
-print(f"ratio (tshark median / iapctl median): {t['median'] / i['median']:.2f}x  "
-      f"-> iapctl is {'faster' if t['median'] > i['median'] else 'slower'}")
+for name in ("stats", "json", "stats-baseline", "json-baseline"):
+    if name in results:
+        r = results[name]
+        print(f"{shape:7s} ratio tshark / iapctl {name} (medians): {tshark['median'] / r['median']:.2f}x")
 PY
-echo "(the capture is kept for reruns: rm '$CAPTURE' when done)"
+done
+echo "(captures are kept for reruns: rm '$CAPTURE' '$SESSION_CAPTURE' when done)"

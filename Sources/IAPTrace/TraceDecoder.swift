@@ -19,13 +19,20 @@ public struct TraceDecoder {
         /// certificate says, say), from a caller that can read more than
         /// this standard-library-only decoder; nil for none.
         public var annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)?
+        /// Decode and interpret each message's parameters
+        /// (`MessageInfo.parameters`). Without it a message is found, checked
+        /// and counted just the same, but its parameters stay empty and
+        /// nothing is allocated for it: for counting (`--stats`).
+        public var decodesParameters: Bool
 
         public init(hid: Bool = false, maximumPacketLength: Int = LinkPacket.maximumLength, requireIdentification: Bool = false,
-                    annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)? = nil) {
+                    annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)? = nil,
+                    decodesParameters: Bool = true) {
             self.hid = hid
             self.maximumPacketLength = maximumPacketLength
             self.requireIdentification = requireIdentification
             self.annotate = annotate
+            self.decodesParameters = decodesParameters
         }
     }
 
@@ -66,7 +73,9 @@ public struct TraceDecoder {
 
     private struct StreamState {
         var decoder: LinkStreamDecoder
-        var sessions: [UInt8: ControlMessageDecoder] = [:]
+        /// The control sessions seen since the last SYN or RST, in the order
+        /// seen (a link has a handful: a short array beats a dictionary).
+        var sessions: [(id: UInt8, framer: ControlMessageFramer)] = []
         var lastDataSequence: UInt8?
         var identified: Bool
         var held: [TraceEvent] = []
@@ -77,8 +86,17 @@ public struct TraceDecoder {
 
     public let options: Options
     private var links: [LinkKey: LinkState] = [:]
-    private var streams: [StreamKey: StreamState] = [:]
+    /// Where each stream's state is in `states` (and its key in `streamOrder`).
+    private var streamIndices: [StreamKey: Int] = [:]
+    /// In the order the streams were first seen. A state is moved out (nil)
+    /// while it is worked on: a copy left in place would make every append
+    /// to its buffers copy them whole.
+    private var states: [StreamState?] = []
     private var streamOrder: [StreamKey] = []
+    /// The two streams looked up last, tried before `streamIndices`: a
+    /// capture's records mostly alternate between one OUT and one IN endpoint.
+    private var recentStreams: (StreamKey, Int)?
+    private var previousStreams: (StreamKey, Int)?
     /// Bytes of streams that never showed iAP traffic (other USB functions).
     public private(set) var unidentifiedBytes = 0
     public private(set) var droppedStreams = 0
@@ -94,45 +112,50 @@ public struct TraceDecoder {
     public mutating func ingest(_ bytes: some Collection<UInt8>, stream key: StreamKey, frame: Int? = nil, line: Int? = nil,
                                 time: Int64? = nil, emit: (TraceEvent) -> Void) {
         if options.hid { hidReports += 1 }
-        guard var state = takeState(key) else {
+        guard let index = streamIndex(key) else {
             unidentifiedBytes += bytes.count
             return
         }
-        defer { streams[key] = state }
+        var state = takeState(index)
         let context = Context(key: key, frame: frame, line: line, time: time)
         if options.hid {
             ingestReport(Array(bytes), state: &state, context: context, emit: emit)
         } else {
-            state.decoder.append(bytes)
+            // The raw-buffer append is not generic: no per-call metadata lookup.
+            if bytes.withContiguousStorageIfAvailable({ state.decoder.append(UnsafeRawBufferPointer($0)) }) == nil {
+                state.decoder.append(bytes)
+            }
             drain(&state, context: context, emit: emit)
         }
+        states[index] = consume state
     }
 
     /// Reports bytes the capture says moved but did not record.
     public mutating func gap(_ count: Int, stream key: StreamKey, frame: Int?, time: Int64? = nil, emit: (TraceEvent) -> Void) {
-        guard var state = takeState(key) else { return }
-        defer { streams[key] = state }
+        guard let index = streamIndex(key) else { return }
+        var state = takeState(index)
         let context = Context(key: key, frame: frame, line: nil, time: time)
         let event = context.event(.skipped(SkippedInfo(count: count, reason: "not_captured", detail: "the capture holds fewer bytes than the transfer moved")),
                                   offset: options.hid ? state.hidOffset : state.decoder.offset)
         output(event, state: &state, emit: emit)
+        states[index] = consume state
     }
 
     /// Ends every stream: truncated packets and messages are reported.
     public mutating func finish(emit: (TraceEvent) -> Void) {
-        for key in streamOrder {
-            guard var state = streams[key] else { continue }
+        for (index, key) in streamOrder.enumerated() {
+            var state = takeState(index)
             let context = Context(key: key, frame: nil, line: nil, time: nil)
             if !options.hid {
                 state.decoder.finish()
                 drain(&state, context: context, emit: emit)
-                for session in state.sessions.keys.sorted() {
-                    state.sessions[session]?.finish()
-                    drainMessages(&state, session: session, context: context, emit: emit)
+                for sessionIndex in state.sessions.indices.sorted(by: { state.sessions[$0].id < state.sessions[$1].id }) {
+                    state.sessions[sessionIndex].framer.finish()
+                    drainMessages(&state, sessionIndex: sessionIndex, context: context, emit: emit)
                 }
             }
             if !state.identified { unidentifiedBytes += state.heldBytes }
-            streams[key] = state
+            states[index] = consume state
         }
     }
 
@@ -150,15 +173,36 @@ public struct TraceDecoder {
         }
     }
 
-    private mutating func takeState(_ key: StreamKey) -> StreamState? {
-        if let state = streams[key] { return state }
-        guard streams.count < Self.maximumStreams else {
+    /// The stream's place in `states`, made on first sight; nil once
+    /// `maximumStreams` are tracked.
+    private mutating func streamIndex(_ key: StreamKey) -> Int? {
+        if let (recent, index) = recentStreams, recent == key { return index }
+        if let (previous, index) = previousStreams, previous == key {
+            swap(&recentStreams, &previousStreams)
+            return index
+        }
+        guard let index = lookUpStream(key) else { return nil }
+        previousStreams = recentStreams
+        recentStreams = (key, index)
+        return index
+    }
+
+    private mutating func lookUpStream(_ key: StreamKey) -> Int? {
+        if let index = streamIndices[key] { return index }
+        guard states.count < Self.maximumStreams else {
             droppedStreams += 1
             return nil
         }
         let configuration = LinkStreamDecoder.Configuration(maximumPacketLength: options.maximumPacketLength)
+        streamIndices[key] = states.count
         streamOrder.append(key)
-        return StreamState(decoder: LinkStreamDecoder(configuration: configuration), identified: !options.requireIdentification)
+        states.append(StreamState(decoder: LinkStreamDecoder(configuration: configuration), identified: !options.requireIdentification))
+        return states.count - 1
+    }
+
+    /// Moves a stream's state out of `states`; the caller moves it back.
+    private mutating func takeState(_ index: Int) -> StreamState {
+        states[index].take()!
     }
 
     private mutating func output(_ event: TraceEvent, state: inout StreamState, emit: (TraceEvent) -> Void) {
@@ -226,7 +270,7 @@ public struct TraceDecoder {
     private mutating func link(header: LinkPacketHeader, offset: Int, valid: Bool, state: inout StreamState, context: Context,
                                emit: (TraceEvent) -> Void) {
         var info = LinkInfo(header: header, checksumsOK: valid, retransmission: false)
-        let payload = Array(state.decoder.payload)
+        let payload = state.decoder.payload
         var session: UInt8?
         if valid {
             if header.control.contains(.syn) {
@@ -245,7 +289,7 @@ public struct TraceDecoder {
                 state.lastDataSequence = nil
                 state.sessions.removeAll()
             } else if header.control.contains(.eak) {
-                info.eak = payload
+                info.eak = Array(payload)
             } else if !payload.isEmpty {
                 if let last = state.lastDataSequence, (header.sequence &- last) == 0 || (header.sequence &- last) >= 128 {
                     info.retransmission = true
@@ -267,14 +311,25 @@ public struct TraceDecoder {
             default:
                 var datagram = DatagramInfo(sessionType: type, length: payload.count)
                 if type == .externalAccessory {
-                    do { datagram.externalAccessorySession = try ExternalAccessoryDatagram(decoding: payload).protocolSessionID } catch { datagram.error = error.detail }
+                    if payload.count >= 2 {
+                        // Only the session id is shown: read in place, not by decoding (which copies the data).
+                        datagram.externalAccessorySession = UInt16(payload[payload.startIndex]) << 8 | UInt16(payload[payload.startIndex + 1])
+                    } else {
+                        do { _ = try ExternalAccessoryDatagram(decoding: payload) } catch { datagram.error = error.detail }
+                    }
                 }
                 info.datagram = datagram
             }
             output(context.event(.link(info), offset: offset), state: &state, emit: emit)
             if type == .control {
-                state.sessions[session, default: ControlMessageDecoder(maximumMessageLength: ControlMessage.maximumLength)].append(payload)
-                drainMessages(&state, session: session, context: context, emit: emit)
+                var index = state.sessions.count
+                if let known = state.sessions.firstIndex(where: { $0.id == session }) {
+                    index = known
+                } else {
+                    state.sessions.append((session, ControlMessageFramer()))
+                }
+                state.sessions[index].framer.append(payload)
+                drainMessages(&state, sessionIndex: index, context: context, emit: emit)
             }
         } else {
             output(context.event(.link(info), offset: offset), state: &state, emit: emit)
@@ -284,44 +339,59 @@ public struct TraceDecoder {
     /// The session's type from the link's SYN; without one (a trace that
     /// starts after link-up), a session whose data starts a control message
     /// is taken as the control session.
-    private mutating func sessionType(_ session: UInt8, payload: [UInt8], link: LinkKey) -> SessionType {
+    private mutating func sessionType(_ session: UInt8, payload: ArraySlice<UInt8>, link: LinkKey) -> SessionType {
         if let known = links[link]?.sessionTypes[session] { return known }
-        if payload.count >= 2, payload[0] == 0x40, payload[1] == 0x40 {
+        if payload.count >= 2, payload[payload.startIndex] == 0x40, payload[payload.startIndex + 1] == 0x40 {
             links[link, default: LinkState()].sessionTypes[session] = .control
             return .control
         }
         return SessionType(rawValue: 0xFF)
     }
 
-    private mutating func drainMessages(_ state: inout StreamState, session: UInt8, context: Context, emit: (TraceEvent) -> Void) {
-        while let found = state.sessions[session]?.next() {
+    private mutating func drainMessages(_ state: inout StreamState, sessionIndex: Int, context: Context, emit: (TraceEvent) -> Void) {
+        let session = state.sessions[sessionIndex].id
+        while let found = state.sessions[sessionIndex].framer.next() {
             switch found {
-            case .message(let message, let offset):
-                var info = MessageInfo(session: session, id: message.id, name: MessageCatalog.name(of: message.id),
-                                       length: message.encodedLength, parameters: MessageCatalog.interpret(message))
-                if let annotate = options.annotate {
-                    for parameter in info.parameters {
-                        if let note = annotate(message.id, parameter) { info.annotations[parameter.id] = note }
+            case .message(let id, let offset, let length, let body):
+                var info = MessageInfo(session: session, id: id, name: MessageCatalog.name(of: id), length: length, parameters: [])
+                if options.decodesParameters {
+                    let parameters: [Parameter]
+                    do {
+                        parameters = try Parameter.list(decoding: body)
+                    } catch {
+                        // Only if IAPWire's rules for a parameter list grow
+                        // stricter than the framer's walk: report it as malformed.
+                        output(malformedMessage(id: id, offset: offset, length: length, session: session, error: error, context: context),
+                               state: &state, emit: emit)
+                        continue
+                    }
+                    let message = ControlMessage(id: id, parameters: parameters)
+                    info.parameters = MessageCatalog.interpret(message)
+                    if let annotate = options.annotate {
+                        for parameter in info.parameters {
+                            if let note = annotate(id, parameter) { info.annotations[parameter.id] = note }
+                        }
                     }
                 }
                 output(context.event(.message(info), offset: offset, base: .session(session)), state: &state, emit: emit)
-            case .malformed(let id, let offset, let length, let error):
-                let name = MessageCatalog.name(of: id).map { " (\($0))" } ?? ""
-                let detail = "message 0x\(hex16(id))\(name) of \(length) bytes on session \(session): \(error.detail)"
-                output(context.event(.skipped(SkippedInfo(count: ControlMessage.headerLength, reason: "malformed_message", detail: detail)), offset: offset,
-                                     base: .session(session)),
+            case .malformed(let id, let offset, let length, let body):
+                var error = WireError(.badLength, "its parameters do not fill it")
+                do { _ = try Parameter.list(decoding: body) } catch let found { error = found }
+                output(malformedMessage(id: id, offset: offset, length: length, session: session, error: error, context: context),
                        state: &state, emit: emit)
-            case .oversized:
-                // These decoders accept the largest length a header can declare
-                // (ControlMessage.maximumLength), so none is oversized; its bytes
-                // would follow as skipped anyway.
-                break
             case .skipped(let skip):
                 output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: "session \(session) stream")), offset: skip.offset,
                                      base: .session(session)),
                        state: &state, emit: emit)
             }
         }
+    }
+
+    private func malformedMessage(id: UInt16, offset: Int, length: Int, session: UInt8, error: WireError, context: Context) -> TraceEvent {
+        let name = MessageCatalog.name(of: id).map { " (\($0))" } ?? ""
+        let detail = "message 0x\(hex16(id))\(name) of \(length) bytes on session \(session): \(error.detail)"
+        return context.event(.skipped(SkippedInfo(count: ControlMessage.headerLength, reason: "malformed_message", detail: detail)), offset: offset,
+                             base: .session(session))
     }
 
     private mutating func iap1Info(payload: some Collection<UInt8>, checksumOK: Bool, link: LinkKey) -> IAP1Info {

@@ -41,15 +41,19 @@ public struct TraceInputDecoder {
         public var maximumPacketLength: Int
         /// See `TraceDecoder.Options.annotate`.
         public var annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)?
+        /// See `TraceDecoder.Options.decodesParameters`.
+        public var decodesParameters: Bool
 
         public init(format: Format = .auto, hid: Bool = false, markers: MarkerConvention = .host,
                     maximumPacketLength: Int = LinkPacket.maximumLength,
-                    annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)? = nil) {
+                    annotate: (@Sendable (_ messageID: UInt16, _ parameter: InterpretedParameter) -> String?)? = nil,
+                    decodesParameters: Bool = true) {
             self.format = format
             self.hid = hid
             self.markers = markers
             self.maximumPacketLength = maximumPacketLength
             self.annotate = annotate
+            self.decodesParameters = decodesParameters
         }
     }
 
@@ -75,7 +79,7 @@ public struct TraceInputDecoder {
     public init(options: Options = Options()) {
         self.options = options
         self.decoder = TraceDecoder(options: TraceDecoder.Options(hid: options.hid, maximumPacketLength: options.maximumPacketLength,
-                                                                  annotate: options.annotate))
+                                                                  annotate: options.annotate, decodesParameters: options.decodesParameters))
     }
 
     /// Detects a format from the first bytes of an input.
@@ -141,7 +145,8 @@ public struct TraceInputDecoder {
         detectedFormat = format
         if format == .pcap {
             decoder = TraceDecoder(options: TraceDecoder.Options(hid: options.hid, maximumPacketLength: options.maximumPacketLength,
-                                                                 requireIdentification: true, annotate: options.annotate))
+                                                                 requireIdentification: true, annotate: options.annotate,
+                                                                 decodesParameters: options.decodesParameters))
         }
     }
 

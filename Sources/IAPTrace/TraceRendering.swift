@@ -4,7 +4,15 @@ import IAPWire
 /// Docs/Tracing.md. Keys are snake_case; one object per line.
 public enum TraceJSON {
     public static func line(for event: TraceEvent) -> String {
-        var json = JSONObjectWriter()
+        var bytes = OutputBytes()
+        write(event, into: &bytes)
+        return bytes.string
+    }
+
+    /// Appends the event's JSON object (without a line break) to `buffer`,
+    /// building no string on the way.
+    public static func write(_ event: TraceEvent, into buffer: inout OutputBytes) {
+        var json = JSONObjectWriter(appendingTo: &buffer)
         json.string("kind", event.kind)
         json.stringOrNull("dir", event.direction?.rawValue)
         json.integer("offset", event.offset)
@@ -22,29 +30,33 @@ public enum TraceJSON {
             json.integer("seq", Int(info.header.sequence))
             json.integer("ack", Int(info.header.acknowledgement))
             json.integer("session", Int(info.header.session))
-            json.raw("control", "[" + info.header.control.names.map { JSONObjectWriter.quoted($0) }.joined(separator: ",") + "]")
+            json.rawBytes("control", controlNames[Int(info.header.control.rawValue)])
             json.integer("length", info.header.length)
             json.integer("payload_length", info.header.payloadLength)
             json.bool("checksums_ok", info.checksumsOK)
             json.bool("retransmission", info.retransmission)
-            if let sync = info.sync { json.raw("sync", syncObject(sync)) }
+            if let sync = info.sync { json.object("sync") { writeSync(sync, into: &$0) } }
             if let error = info.syncError { json.string("sync_error", error) }
-            if let eak = info.eak { json.raw("eak", "[" + eak.map { String($0) }.joined(separator: ",") + "]") }
-            if let datagram = info.datagram { json.raw("datagram", datagramObject(datagram)) }
+            if let eak = info.eak {
+                json.array("eak") { array in
+                    for sequence in eak { array.integer(Int(sequence)) }
+                }
+            }
+            if let datagram = info.datagram { json.object("datagram") { writeDatagram(datagram, into: &$0) } }
         case .message(let info):
             json.integer("session", Int(info.session))
             json.integer("id", Int(info.id))
             json.stringOrNull("name", info.name)
             json.integer("length", info.length)
-            json.raw("params", parameterList(info.parameters, annotations: info.annotations))
+            json.array("params") { writeParameters(info.parameters, annotations: info.annotations, into: &$0) }
         case .iap1(let info):
             json.integer("lingo", Int(info.lingo))
             json.integer("command", Int(info.command))
             json.stringOrNull("name", info.name)
             json.stringOrNull("lingo_name", IAP1Catalog.lingoNames[info.lingo])
-            if let transaction = info.transaction { json.integer("transaction", Int(transaction)) } else { json.raw("transaction", "null") }
+            if let transaction = info.transaction { json.integer("transaction", Int(transaction)) } else { json.null("transaction") }
             json.bool("checksum_ok", info.checksumOK)
-            json.string("data", hexBytes(info.data, separator: ""))
+            json.hex("data", info.data)
             if let error = info.error { json.string("error", error) }
         case .skipped(let info):
             json.integer("bytes", info.count)
@@ -52,12 +64,21 @@ public enum TraceJSON {
             if let detail = info.detail { json.string("detail", detail) }
         }
         // Added keys go last, so that the existing keys keep their neighbours.
-        if let time = event.time { json.raw("t", TraceText.seconds(nanoseconds: time)) }
-        return json.finish()
+        if let time = event.time { json.seconds("t", nanoseconds: time) }
+        json.finish(into: &buffer)
     }
 
-    static func syncObject(_ sync: LinkSynchronization) -> String {
-        var json = JSONObjectWriter()
+    /// The `control` array for each value of the control byte, encoded once:
+    /// `["SYN","ACK"]`.
+    private static let controlNames: [[UInt8]] = (0...255).map { value in
+        var bytes = OutputBytes()
+        var array = JSONArrayWriter(appendingTo: &bytes)
+        for name in LinkControl(rawValue: UInt8(value)).names { array.string(name) }
+        array.finish(into: &bytes)
+        return bytes.withUnsafeBytes { Array($0) }
+    }
+
+    static func writeSync(_ sync: LinkSynchronization, into json: inout JSONObjectWriter) {
         json.integer("version", Int(sync.version))
         json.integer("max_outstanding", Int(sync.maximumOutstandingPackets))
         json.integer("max_packet_length", Int(sync.maximumPacketLength))
@@ -66,127 +87,362 @@ public enum TraceJSON {
         json.integer("max_retransmissions", Int(sync.maximumRetransmissions))
         json.integer("max_cumulative_acks", Int(sync.maximumCumulativeAcks))
         json.bool("zero_ack", sync.isZeroAck)
-        let sessions = sync.sessions.map { session in
-            var entry = JSONObjectWriter()
-            entry.integer("id", Int(session.id))
-            entry.integer("type", Int(session.type.rawValue))
-            entry.string("type_name", session.type.name)
-            entry.integer("version", Int(session.version))
-            return entry.finish()
+        json.array("sessions") { array in
+            for session in sync.sessions {
+                array.object { entry in
+                    entry.integer("id", Int(session.id))
+                    entry.integer("type", Int(session.type.rawValue))
+                    entry.string("type_name", session.type.name)
+                    entry.integer("version", Int(session.version))
+                }
+            }
         }
-        json.raw("sessions", "[" + sessions.joined(separator: ",") + "]")
         let violations = sync.violations
         if !violations.isEmpty {
-            json.raw("violations", "[" + violations.map { JSONObjectWriter.quoted($0) }.joined(separator: ",") + "]")
+            json.array("violations") { array in
+                for violation in violations { array.string(violation) }
+            }
         }
-        return json.finish()
     }
 
-    static func datagramObject(_ datagram: DatagramInfo) -> String {
-        var json = JSONObjectWriter()
+    static func writeDatagram(_ datagram: DatagramInfo, into json: inout JSONObjectWriter) {
         json.string("session_type", datagram.sessionType.name)
         json.integer("length", datagram.length)
         if let transfer = datagram.fileTransfer {
             json.integer("transfer_id", Int(transfer.transferID))
             json.integer("opcode", Int(transfer.control.rawValue))
             json.string("opcode_name", transfer.control.name)
-            if let size = transfer.fileSize { json.raw("file_size", String(size)) }
+            if let size = transfer.fileSize { json.integer("file_size", size) }
             if transfer.control.carriesData { json.integer("data_length", transfer.body.count) }
         }
         if let session = datagram.externalAccessorySession { json.integer("ea_session", Int(session)) }
         if let error = datagram.error { json.string("error", error) }
-        return json.finish()
     }
 
-    static func parameterList(_ parameters: [InterpretedParameter], annotations: [UInt16: String] = [:]) -> String {
-        "[" + parameters.map { parameterObject($0, note: annotations[$0.id]) }.joined(separator: ",") + "]"
+    static func writeParameters(_ parameters: [InterpretedParameter], annotations: [UInt16: String] = [:], into array: inout JSONArrayWriter) {
+        for parameter in parameters {
+            array.object { writeParameter(parameter, note: annotations.isEmpty ? nil : annotations[parameter.id], into: &$0) }
+        }
     }
 
-    static func parameterObject(_ parameter: InterpretedParameter, note: String? = nil) -> String {
-        var json = JSONObjectWriter()
+    static func writeParameter(_ parameter: InterpretedParameter, note: String?, into json: inout JSONObjectWriter) {
         json.integer("id", Int(parameter.id))
         json.stringOrNull("name", parameter.name)
         json.string("type", parameter.type.rawValue)
         switch parameter.value {
-        case .none: json.raw("value", "null")
+        case .none: json.null("value")
         case .bool(let value): json.bool("value", value)
-        case .unsigned(let value): json.raw("value", String(value))
-        case .signed(let value): json.raw("value", String(value))
+        case .unsigned(let value): json.integer("value", value)
+        case .signed(let value): json.integer("value", value)
         case .enumeration(let value, let name):
             json.integer("value", Int(value))
             if let name { json.string("value_name", name) }
         case .string(let value): json.string("value", value)
-        case .blob(let bytes): json.string("value", hexBytes(bytes, separator: ""))
+        case .blob(let bytes): json.hex("value", bytes)
         case .messageIDs(let ids):
-            json.raw("value", "[" + ids.map { String($0) }.joined(separator: ",") + "]")
+            json.array("value") { array in
+                for id in ids { array.integer(Int(id)) }
+            }
         case .uint64s(let ids):
-            json.raw("value", "[" + ids.map { String($0) }.joined(separator: ",") + "]")
+            json.array("value") { array in
+                for id in ids { array.integer(id) }
+            }
         case .group(let members):
-            json.raw("params", parameterList(members))
+            json.array("params") { writeParameters(members, into: &$0) }
         case .invalid(let bytes, let reason):
-            json.string("value", hexBytes(bytes, separator: ""))
+            json.hex("value", bytes)
             json.string("error", reason)
         }
         if let note { json.string("summary", note) }
-        return json.finish()
     }
 }
 
-/// Builds one JSON object as text, in key order (the CLI's JSON outputs
-/// share it, so that escaping is done one way everywhere).
-public struct JSONObjectWriter {
-    private var text = "{"
+/// A growable byte buffer written through a pointer, for output built a few
+/// bytes at a time (JSON lines): appending a byte is a capacity check and a
+/// store, without the uniqueness check an array's append makes.
+public struct OutputBytes: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>?
+    public private(set) var count = 0
+    private var capacity = 0
+
+    public init(capacity: Int = 0) {
+        if capacity > 0 { grow(toAtLeast: capacity) }
+    }
+
+    deinit { base?.deallocate() }
+
+    public mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(toAtLeast: count + 1) }
+        base.unsafelyUnwrapped[count] = byte
+        count += 1
+    }
+
+    public mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        if count + bytes.count > capacity { grow(toAtLeast: count + bytes.count) }
+        (base.unsafelyUnwrapped + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    public mutating func append(contentsOf bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { append($0) }
+    }
+
+    /// The string's UTF-8 bytes, copied in one piece when it is stored as
+    /// UTF-8 (literals and native strings are).
+    public mutating func append(utf8 string: String) {
+        if string.utf8.withContiguousStorageIfAvailable({ append($0) }) == nil {
+            for byte in string.utf8 { append(byte) }
+        }
+    }
+
+    /// Empties the buffer, keeping its memory.
+    public mutating func removeAll() { count = 0 }
+
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    public var string: String {
+        withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Makes room for `extra` more bytes and lets `write` fill them through a
+    /// pointer; it returns how many it wrote (at most `extra`).
+    mutating func append(upTo extra: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        if count + extra > capacity { grow(toAtLeast: count + extra) }
+        count += write(base.unsafelyUnwrapped + count)
+    }
+
+    private mutating func grow(toAtLeast minimum: Int) {
+        let newCapacity = max(minimum, capacity * 2, 256)
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        if let base {
+            grown.initialize(from: base, count: count)
+            base.deallocate()
+        }
+        base = grown
+        capacity = newCapacity
+    }
+}
+
+/// Builds one JSON object as UTF-8 bytes, in key order (the CLI's JSON
+/// outputs share it, so that escaping is done one way everywhere). Made with
+/// `init(appendingTo:)` it writes at the end of the caller's buffer, which
+/// it holds until `finish(into:)` hands it back: no string is built.
+public struct JSONObjectWriter: ~Copyable {
+    private var bytes = OutputBytes()
     private var first = true
 
-    public init() {}
+    public init() { bytes.append(UInt8(ascii: "{")) }
+
+    /// Starts an object at the end of `buffer`. The writer holds the buffer
+    /// (leaving an empty one in its place) until `finish(into:)`.
+    public init(appendingTo buffer: inout OutputBytes) {
+        swap(&bytes, &buffer)
+        bytes.append(UInt8(ascii: "{"))
+    }
 
     private mutating func key(_ key: String) {
-        if !first { text += "," }
+        if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
-        text += "\"" + key + "\":"
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(utf8: key)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
     }
 
     public mutating func string(_ name: String, _ value: String) {
         key(name)
-        text += Self.quoted(value)
+        bytes.appendQuoted(value)
     }
     public mutating func stringOrNull(_ name: String, _ value: String?) {
         key(name)
-        text += value.map(Self.quoted) ?? "null"
+        if let value { bytes.appendQuoted(value) } else { bytes.appendNull() }
     }
-    public mutating func integer(_ name: String, _ value: Int) {
+    public mutating func null(_ name: String) {
         key(name)
-        text += String(value)
+        bytes.appendNull()
+    }
+    public mutating func integer(_ name: String, _ value: some FixedWidthInteger) {
+        key(name)
+        bytes.appendDecimal(value)
     }
     public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
-        text += value ? "true" : "false"
+        bytes.append(utf8: value ? "true" : "false")
+    }
+    /// Bytes as one string of lowercase hex digits.
+    public mutating func hex(_ name: String, _ value: [UInt8]) {
+        key(name)
+        bytes.appendHexString(value)
+    }
+    /// Seconds with six decimals, as a number (`TraceText.seconds`).
+    public mutating func seconds(_ name: String, nanoseconds: Int64) {
+        key(name)
+        bytes.appendSeconds(nanoseconds: nanoseconds)
     }
     public mutating func raw(_ name: String, _ json: String) {
         key(name)
-        text += json
+        bytes.append(utf8: json)
     }
-    public mutating func finish() -> String { text + "}" }
+    mutating func rawBytes(_ name: String, _ json: [UInt8]) {
+        key(name)
+        bytes.append(contentsOf: json)
+    }
+    public mutating func object(_ name: String, _ members: (inout JSONObjectWriter) -> Void) {
+        key(name)
+        var object = JSONObjectWriter(appendingTo: &bytes)
+        members(&object)
+        object.finish(into: &bytes)
+    }
+    public mutating func array(_ name: String, _ elements: (inout JSONArrayWriter) -> Void) {
+        key(name)
+        var array = JSONArrayWriter(appendingTo: &bytes)
+        elements(&array)
+        array.finish(into: &bytes)
+    }
+
+    public func finish() -> String {
+        bytes.string + "}"
+    }
+
+    /// Closes the object and hands the buffer back to `buffer`.
+    public mutating func finish(into buffer: inout OutputBytes) {
+        bytes.append(UInt8(ascii: "}"))
+        swap(&bytes, &buffer)
+    }
 
     public static func quoted(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
+        var bytes = OutputBytes()
+        bytes.appendQuoted(value)
+        return bytes.string
+    }
+}
+
+/// Builds one JSON array as UTF-8 bytes at the end of a buffer it holds
+/// until `finish(into:)`, as `JSONObjectWriter` does.
+public struct JSONArrayWriter: ~Copyable {
+    private var bytes = OutputBytes()
+    private var first = true
+
+    public init(appendingTo buffer: inout OutputBytes) {
+        swap(&bytes, &buffer)
+        bytes.append(UInt8(ascii: "["))
+    }
+
+    private mutating func separate() {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+    }
+
+    public mutating func string(_ value: String) {
+        separate()
+        bytes.appendQuoted(value)
+    }
+    public mutating func integer(_ value: some FixedWidthInteger) {
+        separate()
+        bytes.appendDecimal(value)
+    }
+    public mutating func object(_ members: (inout JSONObjectWriter) -> Void) {
+        separate()
+        var object = JSONObjectWriter(appendingTo: &bytes)
+        members(&object)
+        object.finish(into: &bytes)
+    }
+
+    /// Closes the array and hands the buffer back to `buffer`.
+    public mutating func finish(into buffer: inout OutputBytes) {
+        bytes.append(UInt8(ascii: "]"))
+        swap(&bytes, &buffer)
+    }
+}
+
+/// JSON's spelling of values.
+extension OutputBytes {
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    }
+
+    mutating func appendNull() { append(utf8: "null") }
+
+    /// A string in quotes with `"`, `\\` and control characters escaped.
+    /// Bytes of 0x80 and up belong to multi-byte UTF-8 sequences and are
+    /// copied as they are, so working on bytes escapes what working on
+    /// Unicode scalars would.
+    mutating func appendQuoted(_ value: String) {
+        append(UInt8(ascii: "\""))
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            // Nothing to escape (nearly always): copied in one piece.
+            append(utf8: value)
+            append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): append(UInt8(ascii: "\\")); append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): append(UInt8(ascii: "\\")); append(UInt8(ascii: "\\"))
+            case 0x0A: append(UInt8(ascii: "\\")); append(UInt8(ascii: "n"))
+            case 0x0D: append(UInt8(ascii: "\\")); append(UInt8(ascii: "r"))
+            case 0x09: append(UInt8(ascii: "\\")); append(UInt8(ascii: "t"))
+            case 0..<0x20, 0x7F:
+                append(utf8: "\\u00")
+                append(Self.hexDigit(byte >> 4))
+                append(Self.hexDigit(byte & 0x0F))
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let digits = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+                append(byte)
             }
         }
-        return out + "\""
+        append(UInt8(ascii: "\""))
+    }
+
+    mutating func appendDecimal(_ value: some FixedWidthInteger) {
+        if value < 0 { append(UInt8(ascii: "-")) }
+        appendDigits(UInt64(value.magnitude))
+    }
+
+    /// The decimal digits of `value`, at least `minimumCount` of them (zeros in front).
+    private mutating func appendDigits(_ value: UInt64, minimumCount: Int = 1) {
+        if value < 10 && minimumCount == 1 {
+            append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
+        var count = 1
+        var rest = value / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        count = max(count, minimumCount)
+        append(upTo: count) { digits in
+            rest = value
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                digits[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            return count
+        }
+    }
+
+    /// Seconds with six decimals: `0.000123`, `-1.500000` (as `TraceText.seconds` writes them).
+    mutating func appendSeconds(nanoseconds: Int64) {
+        let microseconds = (nanoseconds.magnitude + 500) / 1000
+        if nanoseconds < 0 && microseconds > 0 { append(UInt8(ascii: "-")) }
+        appendDigits(microseconds / 1_000_000)
+        append(UInt8(ascii: "."))
+        appendDigits(microseconds % 1_000_000, minimumCount: 6)
+    }
+
+    mutating func appendHexString(_ value: [UInt8]) {
+        append(UInt8(ascii: "\""))
+        append(upTo: value.count * 2) { digits in
+            for (index, byte) in value.enumerated() {
+                digits[2 * index] = Self.hexDigit(byte >> 4)
+                digits[2 * index + 1] = Self.hexDigit(byte & 0x0F)
+            }
+            return value.count * 2
+        }
+        append(UInt8(ascii: "\""))
     }
 }
 
@@ -327,7 +583,12 @@ public enum TraceText {
 
 /// Counts over a whole trace, for `--stats`.
 public struct TraceStatistics: Sendable {
-    public var linkPackets: [String: Int] = ["out": 0, "in": 0, "unknown": 0]
+    /// Link packets by direction: `out`, `in` and `unknown`.
+    public var linkPackets: [String: Int] { ["out": outPackets, "in": inPackets, "unknown": undirectedPackets] }
+    // Counted apart, not in `linkPackets`: hashing a key for every packet costs.
+    private var outPackets = 0
+    private var inPackets = 0
+    private var undirectedPackets = 0
     public var detects = 0
     public var messages: [UInt16: Int] = [:]
     public var iap1Packets = 0
@@ -347,7 +608,11 @@ public struct TraceStatistics: Sendable {
         case .detect:
             detects += 1
         case .link(let info):
-            linkPackets[event.direction?.rawValue ?? "unknown", default: 0] += 1
+            switch event.direction {
+            case .out: outPackets += 1
+            case .in: inPackets += 1
+            case nil: undirectedPackets += 1
+            }
             if !info.checksumsOK { checksumErrors += 1 }
             if info.retransmission { retransmissions += 1 }
         case .message(let info):
@@ -368,7 +633,9 @@ public struct TraceStatistics: Sendable {
     public var json: String {
         var json = JSONObjectWriter()
         var packets = JSONObjectWriter()
-        for direction in ["out", "in", "unknown"] { packets.integer(direction, linkPackets[direction] ?? 0) }
+        packets.integer("out", outPackets)
+        packets.integer("in", inPackets)
+        packets.integer("unknown", undirectedPackets)
         json.raw("link_packets", packets.finish())
         var messageCounts = JSONObjectWriter()
         for (id, count) in messages.sorted(by: { $0.key < $1.key }) { messageCounts.integer("0x" + hex16(id), count) }
@@ -387,8 +654,7 @@ public struct TraceStatistics: Sendable {
     }
 
     public var text: [String] {
-        var lines = ["link packets: out \(linkPackets["out"] ?? 0), in \(linkPackets["in"] ?? 0)"
-                     + ((linkPackets["unknown"] ?? 0) > 0 ? ", no direction \(linkPackets["unknown"] ?? 0)" : "")]
+        var lines = ["link packets: out \(outPackets), in \(inPackets)" + (undirectedPackets > 0 ? ", no direction \(undirectedPackets)" : "")]
         lines.append("detect sequences: \(detects)")
         lines.append("retransmissions: \(retransmissions)")
         lines.append("messages: \(messages.values.reduce(0, +))")

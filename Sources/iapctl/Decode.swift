@@ -76,18 +76,20 @@ struct Decode: ParsableCommand {
 
     func run() throws {
         let options = TraceInputDecoder.Options(format: format, hid: hid, markers: markers, maximumPacketLength: maxPacketLength,
-                                                annotate: CertificateNotes.annotate)
+                                                annotate: CertificateNotes.annotate, decodesParameters: !stats)
         var input = TraceInputDecoder(options: options)
         var output = OutputBuffer()
         var statistics = TraceStatistics()
         let name = file.map { $0 == "-" ? "standard input" : $0 } ?? SampleTrace.name
         var found = 0
+        // Plain copies: reading the flags' property wrappers for every event costs.
+        let stats = self.stats, json = self.json
         let emit: (TraceEvent) -> Void = { event in
             found += 1
             if stats {
                 statistics.record(event)
             } else if json {
-                output.line(TraceJSON.line(for: event))
+                output.line { TraceJSON.write(event, into: &$0) }
             } else {
                 for line in TraceText.lines(for: event) { output.line(line) }
             }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import IAPTrace
 import SystemPackage
 
 /// A file (or standard input) read in fixed-size chunks, so that memory stays
@@ -63,38 +64,44 @@ struct InputFile: ~Copyable {
 
 /// Standard output with a buffer, flushed in large writes.
 struct OutputBuffer: ~Copyable {
-    private var pending: [UInt8] = []
+    private var pending = OutputBytes(capacity: Self.flushThreshold * 2)
     static let flushThreshold = 1 << 16
 
-    init() { pending.reserveCapacity(Self.flushThreshold * 2) }
-
     mutating func line(_ text: String) {
-        pending.append(contentsOf: text.utf8)
+        pending.append(utf8: text)
+        pending.append(0x0A)
+        if pending.count >= Self.flushThreshold { flush() }
+    }
+
+    /// A line that `write` appends to the buffer itself (the line break follows).
+    mutating func line(_ write: (inout OutputBytes) -> Void) {
+        write(&pending)
         pending.append(0x0A)
         if pending.count >= Self.flushThreshold { flush() }
     }
 
     mutating func flush() {
-        Self.write(&pending)
+        Self.write(pending)
+        pending.removeAll()
     }
 
-    private static func write(_ bytes: inout [UInt8]) {
-        var written = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + written, $0.count - written) }
-            if result < 0 {
-                if errno == EINTR { continue }
-                // The reader went away (a closed pipe): stop quietly.
-                exit(0)
+    private static func write(_ bytes: borrowing OutputBytes) {
+        bytes.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                let result = Glibc.write(1, buffer.baseAddress! + written, buffer.count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    // The reader went away (a closed pipe): stop quietly.
+                    exit(0)
+                }
+                written += result
             }
-            written += result
         }
-        bytes.removeAll(keepingCapacity: true)
     }
 
     deinit {
-        var remaining = pending
-        Self.write(&remaining)
+        Self.write(pending)
     }
 }
 

@@ -1,16 +1,28 @@
-// Writes a large usbmon pcapng of a realistic iAP2 session for
-// decode-vs-tshark.sh:
-//   make-usbmon-capture OUTPUT [MEGABYTES]   (default 300)
+// Writes a usbmon pcapng of a realistic iAP2 session for decode-vs-tshark.sh,
+// in one of two shapes:
+//   make-usbmon-capture [--shape large] OUTPUT [MEGABYTES]   (default 300)
+//   make-usbmon-capture --shape session OUTPUT [RECORDS]     (default 1000000)
 //
-// A head unit (USB host, OUT endpoint 0x01) and a phone (IN endpoint 0x81):
-// detect, link synchronisation with control, file-transfer and external
-// accessory sessions, identification, then until the size is reached a
-// repeating mix of NowPlayingUpdate messages, cumulative ACKs, artwork file
-// transfers in 1 KiB to 4 KiB datagrams, external-accessory data, HID
-// remote presses, several link packets sometimes batched in one bulk transfer
-// and large packets split across transfers. A HID keyboard's interrupt
-// endpoint (0x83) and a mass-storage bulk pair (0x02 / 0x82) on another
-// device add unrelated traffic that the decoder must ignore.
+// Both: a head unit (USB host, OUT endpoint 0x01) and a phone (IN endpoint
+// 0x81): detect, link synchronisation with control, file-transfer and external
+// accessory sessions, identification, then until the size is reached:
+//
+// large: a repeating mix of NowPlayingUpdate messages, cumulative ACKs,
+// artwork file transfers in 1 KiB to 4 KiB datagrams, external-accessory data,
+// HID remote presses, several link packets sometimes batched in one bulk
+// transfer and large packets split across transfers. A HID keyboard's
+// interrupt endpoint (0x83) and a mass-storage bulk pair (0x02 / 0x82) on
+// another device add unrelated traffic that the decoder must ignore. Most of
+// the bytes are in large transfers.
+//
+// session: what a head unit's capture mostly holds while music plays: small
+// transfers, nearly all under 300 bytes. The phone's NowPlayingUpdates
+// (elapsed-time ticks, now and then the whole media item), with a PowerUpdate
+// in the same transfer every other time, each answered by an ACK-only link
+// packet; steering-wheel presses and small requests from the head unit, each
+// answered by the phone's ACK; now and then a small external-accessory
+// datagram and the keyboard's interrupt reports. About one control message
+// per three records (1 M records: 330 k messages, 583 k link packets).
 
 import IAPTrace
 import IAPWire
@@ -35,13 +47,20 @@ struct Random {
 }
 
 func generate() {
-    let arguments = CommandLine.arguments
-    guard arguments.count >= 2 else {
-        print("usage: make-usbmon-capture OUTPUT [MEGABYTES]")
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    var shape = "large"
+    if arguments.count >= 2, arguments[0] == "--shape" {
+        shape = arguments[1]
+        arguments.removeFirst(2)
+    }
+    guard !arguments.isEmpty, shape == "large" || shape == "session" else {
+        print("usage: make-usbmon-capture [--shape large] OUTPUT [MEGABYTES]\n       make-usbmon-capture --shape session OUTPUT [RECORDS]")
         exit(2)
     }
-    let outputPath = arguments[1]
-    let targetBytes = (arguments.count > 2 ? Int(arguments[2]) ?? 300 : 300) * 1_000_000
+    let outputPath = arguments[0]
+    let size = arguments.count > 1 ? Int(arguments[1]) : nil
+    let targetBytes = (size ?? 300) * 1_000_000
+    let targetRecords = size ?? 1_000_000
 
     guard let file = fopen(outputPath, "wb") else {
         perror(outputPath)
@@ -59,6 +78,8 @@ func generate() {
     var written = 0
     var linkPackets = 0
     var messages = 0
+    /// usbmon records written: two (submission and completion) per transfer.
+    var records = 0
 
     func flush() {
         let chunk = writer.drain()
@@ -95,6 +116,7 @@ func generate() {
             time += Int64(50 + random.below(400))
             writer.bulkTransfer(device: phoneDevice, endpoint: direction == 0 ? out : inEndpoint,
                                 data: Array(bytes[offset..<end]), timestampMicroseconds: time)
+            records += 2
             offset = end
         }
     }
@@ -131,7 +153,64 @@ func generate() {
     var transferID: UInt8 = 1
     var round = 0
 
-    while written < targetBytes {
+    func sessionRound() {
+        round += 1
+        // The phone's NowPlayingUpdate: the elapsed time every round, the
+        // whole media item every 16th; the head unit acknowledges it.
+        elapsed &+= 1000
+        var groups: [Parameter] = []
+        if round % 16 == 0 {
+            groups.append(try! .group(0, [
+                .uint64(0, random.next()), .string(1, titles[random.below(titles.count)]), .uint32(4, UInt32(200_000 + random.below(400_000))),
+                .string(6, "Kind of Blue"), .string(12, "Miles Davis"),
+            ]))
+        }
+        groups.append(try! .group(1, [.uint8(0, 1), .uint32(1, elapsed)]))
+        var transfer = packet(1, session: 1, payload: message(0x5001, groups))
+        // A PowerUpdate every other round, in the same transfer (now and then two).
+        if round % 2 == 0 {
+            transfer += packet(1, session: 1, payload: message(0xAE01, [.uint16(6, UInt16(random.below(10_000))), .uint8(5, 1)]))
+            if random.below(4) == 0 {
+                transfer += packet(1, session: 1, payload: message(0xAE01, [.uint16(0, 1_000), .bool(1, true)]))
+            }
+        }
+        send(1, transfer)
+        send(0, ack(0))
+
+        // The head unit's small control messages: steering-wheel presses
+        // (AccessoryHIDReport press and release) and a SetNowPlayingInformation,
+        // each acknowledged by the phone.
+        if round % 6 == 0 {
+            for report: UInt8 in [0x08, 0x00] {
+                send(0, packet(0, session: 1, payload: message(0x6802, [.uint16(0, 1), .blob(1, [0x01, report])])))
+                send(1, ack(1))
+            }
+        }
+        if round % 25 == 0 {
+            send(0, packet(0, session: 1, payload: message(0x5003, [.uint32(0, elapsed)])))
+            send(1, ack(1))
+        }
+
+        // A small external-accessory datagram each way now and then.
+        if round % 20 == 0 {
+            send(0, packet(0, session: 3, payload: [0x00, 0x01] + random.bytes(16 + random.below(48))))
+            send(1, packet(1, session: 3, payload: [0x00, 0x01] + random.bytes(32 + random.below(200))))
+            send(0, ack(0))
+        }
+
+        // The keyboard's interrupt endpoint: unrelated traffic.
+        if round % 8 == 0 {
+            time += 100
+            writer.interruptTransfer(device: 2, endpoint: 0x83, data: random.bytes(8), timestampMicroseconds: time)
+            records += 2
+        }
+        if writer.bytes.count > 4 << 20 { flush() }
+    }
+
+    if shape == "session" {
+        while records < targetRecords { sessionRound() }
+    }
+    while shape == "large" && written < targetBytes {
         round += 1
         // A few NowPlayingUpdates (elapsed time ticks), sometimes with the full
         // media item, several batched in one transfer.
@@ -198,19 +277,21 @@ func generate() {
         if round % 4 == 0 {
             time += 100
             writer.interruptTransfer(device: 2, endpoint: 0x83, data: random.bytes(8), timestampMicroseconds: time)
+            records += 2
         }
         if round % 10 == 0 {
             time += 100
             writer.bulkTransfer(device: diskDevice, endpoint: 0x02, data: random.bytes(31), timestampMicroseconds: time)
             writer.bulkTransfer(device: diskDevice, endpoint: 0x82, data: random.bytes(4_096 * (1 + random.below(16))), timestampMicroseconds: time)
             writer.bulkTransfer(device: diskDevice, endpoint: 0x82, data: random.bytes(13), timestampMicroseconds: time)
+            records += 6
         }
 
         if writer.bytes.count > 4 << 20 { flush() }
     }
     flush()
     fclose(file)
-    print("wrote \(outputPath): \(written) bytes, \(linkPackets) link packets, \(messages) control messages")
+    print("wrote \(outputPath): \(written) bytes, \(records) records, \(linkPackets) link packets, \(messages) control messages")
 }
 
 generate()
