@@ -44,6 +44,11 @@ let package = Package(
             name: "decode-loop",
             dependencies: [.product(name: "IAPWire", package: "iap-devkit")]
         ),
+        // The browse round trip without the harness, for callgrind and dhat.
+        .executableTarget(
+            name: "browse-loop",
+            dependencies: [.product(name: "IAPConformance", package: "iap-devkit")]
+        ),
         // Writes a large, realistic usbmon pcapng for decode-vs-tshark.sh.
         .executableTarget(
             name: "make-usbmon-capture",
