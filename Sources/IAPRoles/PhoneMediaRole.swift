@@ -273,7 +273,7 @@ public struct PhoneMediaRole: Sendable {
                                                               error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.maximumTabs)")))]
             }
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: 0, items: items, sections: sections)
-            if (try? MediaMessage.browseResponse(response).controlMessage.encoded()) == nil {
+            if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
                 response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the tabs do not fit in one message")
             }
             return [.send(.browseResponse(response))]
@@ -285,7 +285,7 @@ public struct PhoneMediaRole: Sendable {
             let page = Array(items.prefix(count))
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
                                           items: page, sections: sections)
-            if (try? MediaMessage.browseResponse(response).controlMessage.encoded()) == nil {
+            if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
                 response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
             }
             return [.send(.browseResponse(response))]
@@ -294,7 +294,7 @@ public struct PhoneMediaRole: Sendable {
         case (.queue(let offset, let count), .queue(let items, let total, let currentIndex)):
             var response = QueueResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
                                          currentIndex: UInt32(clamping: currentIndex), items: Array(items.prefix(count)))
-            if (try? MediaMessage.queueResponse(response).controlMessage.encoded()) == nil {
+            if MediaMessage.queueResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
                 response = QueueResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
             }
             return [.send(.queueResponse(response))]

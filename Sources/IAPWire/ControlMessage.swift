@@ -170,6 +170,8 @@ extension Parameter {
     }
 
     /// The data as a big-endian unsigned integer of exactly `T`'s width.
+    /// Inlinable, so that it is specialised for each width where it is called.
+    @inlinable
     public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(WireError) -> T {
         guard bytes.count == T.bitWidth / 8 else {
             throw WireError(.badLength, "parameter \(id) has \(bytes.count) bytes, a \(T.self) needs \(T.bitWidth / 8)")

@@ -119,10 +119,18 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
         bytes.append(value ? 1 : 0)
     }
 
-    /// Appends `value` big-endian in exactly `T`'s width.
+    /// Appends `value` big-endian in exactly `T`'s width. Inlinable, so that
+    /// it is specialised for each width where it is called.
+    @inlinable
     public mutating func appendInteger<T: FixedWidthInteger>(_ id: UInt16, _ value: T) {
         appendHeader(id, dataLength: T.bitWidth / 8)
-        appendBigEndian(value)
+        // Eight bytes at a time, most significant first: one step for the usual widths.
+        var remaining = T.bitWidth
+        while remaining > 0 {
+            let chunk = Swift.min(remaining, 64)
+            remaining -= chunk
+            appendBigEndian(UInt64(truncatingIfNeeded: value >> remaining), byteCount: chunk / 8)
+        }
     }
 
     /// Appends UTF-8 with the terminating NUL the format requires.
@@ -156,20 +164,20 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
         }
     }
 
-    private mutating func appendHeader(_ id: UInt16, dataLength: Int) {
+    @usableFromInline
+    mutating func appendHeader(_ id: UInt16, dataLength: Int) {
         let length = Parameter.headerLength + dataLength
         if length <= 0xFFFF {
-            appendBigEndian(UInt16(length))
-            appendBigEndian(id)
+            appendBigEndian(UInt64(length) << 16 | UInt64(id), byteCount: 4)
         } else {
-            appendBigEndian(UInt16(0))
-            appendBigEndian(id)
-            appendBigEndian(UInt32(dataLength))
+            appendBigEndian(UInt64(id) << 32 | UInt64(dataLength), byteCount: 8)
         }
     }
 
-    private mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
-        var shift = T.bitWidth - 8
+    /// Appends the low `byteCount` bytes of `value`, most significant first.
+    @usableFromInline
+    mutating func appendBigEndian(_ value: UInt64, byteCount: Int) {
+        var shift = (byteCount - 1) * 8
         while shift >= 0 {
             bytes.append(UInt8(truncatingIfNeeded: value >> shift))
             shift -= 8
