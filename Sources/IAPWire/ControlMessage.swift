@@ -76,7 +76,7 @@ public struct ControlMessage: Hashable, Sendable {
             throw WireError(length > bytes.count ? .truncated : .badLength, "message length field says \(length) bytes, have \(bytes.count)")
         }
         let id = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
-        self.init(id: id, parameters: try ParameterList(validating: bytes[Self.headerLength...]))
+        self.init(id: id, parameters: try ParameterList(validating: bytes, in: Self.headerLength..<bytes.count))
     }
 
     /// The first parameter with this id.
@@ -93,24 +93,45 @@ public struct Parameter: Hashable, Sendable {
     public static let defaultMaximumDepth = 8
 
     public var id: UInt16
-    /// The data as a view into the bytes it was read from (a decoded
-    /// message's buffer), or into its own array.
-    public var bytes: ArraySlice<UInt8>
+    /// The buffer the data is in (a decoded message's, or its own) and where.
+    private var storage: [UInt8]
+    private var range: Range<Int>
 
     public init(id: UInt16, data: [UInt8] = []) {
-        self.id = id
-        self.bytes = data[...]
+        self.init(id: id, storage: data, range: data.indices)
     }
 
     public init(id: UInt16, bytes: ArraySlice<UInt8>) {
-        self.id = id
-        self.bytes = bytes
+        self.init(id: id, data: Array(bytes))
     }
 
-    /// The data as an array of its own (a copy of `bytes`, indexed from 0).
+    init(id: UInt16, storage: [UInt8], range: Range<Int>) {
+        self.id = id
+        self.storage = storage
+        self.range = range
+    }
+
+    /// The data as a view into the bytes it was read from: no copy.
+    public var bytes: ArraySlice<UInt8> {
+        get { storage[range] }
+        set { data = Array(newValue) }
+    }
+
+    /// The data as an array indexed from 0 (a copy, unless the parameter
+    /// has its data in an array of its own).
     public var data: [UInt8] {
-        get { Array(bytes) }
-        set { bytes = newValue[...] }
+        get { range == storage.indices ? storage : Array(storage[range]) }
+        set {
+            storage = newValue
+            range = newValue.indices
+        }
+    }
+
+    public static func == (lhs: Parameter, rhs: Parameter) -> Bool { lhs.id == rhs.id && lhs.bytes == rhs.bytes }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(bytes)
     }
 
     public var encodedLength: Int { Self.headerLength + bytes.count }
@@ -166,7 +187,7 @@ extension Parameter {
     /// A group of `members`, which share their bytes with it.
     public static func group(_ id: UInt16, _ members: ParameterList) throws(WireError) -> Parameter {
         if let oversized = members.first(where: { $0.encodedLength > 0xFFFF }) { throw oversized.tooLarge }
-        return Parameter(id: id, bytes: members.bytes)
+        return members.group(id)
     }
 
     /// The data as a big-endian unsigned integer of exactly `T`'s width.
@@ -203,7 +224,5 @@ extension Parameter {
     }
 
     /// The data as a nested parameter list: views into the same bytes.
-    public func group() throws(WireError) -> ParameterList {
-        try ParameterList(validating: bytes)
-    }
+    public func group() throws(WireError) -> ParameterList { try ParameterList(validating: storage, in: range) }
 }

@@ -15,7 +15,7 @@
 /// any message, so those bytes never reach the wire.
 public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, ExpressibleByArrayLiteral, CustomStringConvertible {
     public struct Index: Comparable, Hashable, Sendable {
-        /// Where the parameter's header starts in `bytes`.
+        /// Where the parameter's header starts in the list's buffer.
         fileprivate let offset: Int
 
         public static func < (lhs: Index, rhs: Index) -> Bool { lhs.offset < rhs.offset }
@@ -24,32 +24,44 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
     /// The header of a parameter too long for the wire: 0, id, 4-byte length.
     private static let longHeaderLength = Parameter.headerLength + 4
 
-    /// The list's bytes: its wire form, unless it holds a parameter too long for the wire.
-    public private(set) var bytes: ArraySlice<UInt8>
+    /// The buffer the list is in (a decoded message's, or its own) and
+    /// where. Appends go straight into the buffer when the list ends where
+    /// the buffer does; otherwise the list is first copied into one of its own.
+    private var storage: [UInt8]
+    private var range: Range<Int>
 
-    public init() { bytes = [] }
+    public init() {
+        storage = []
+        range = 0..<0
+    }
 
     public init(arrayLiteral parameters: Parameter...) { self.init(parameters) }
 
     public init(_ parameters: [Parameter]) {
-        bytes = []
-        bytes.reserveCapacity(parameters.reduce(0) { $0 + $1.encodedLength })
+        self.init()
+        storage.reserveCapacity(parameters.reduce(0) { $0 + $1.encodedLength })
         for parameter in parameters { append(parameter) }
     }
 
     /// A list over `bytes`, which must be exactly a well-formed parameter
-    /// list. An array or a slice of one is used in place, not copied.
+    /// list. An array is used in place, not copied.
     public init(validating bytes: some Collection<UInt8>) throws(WireError) {
-        let bytes = (bytes as? ArraySlice<UInt8>) ?? ((bytes as? [UInt8]).map { $0[...] } ?? ArraySlice(bytes))
-        var index = bytes.startIndex
-        let end = bytes.endIndex
+        let array = (bytes as? [UInt8]) ?? Array(bytes)
+        try self.init(validating: array, in: array.indices)
+    }
+
+    /// A list over `storage[range]`, which must be exactly a well-formed
+    /// parameter list.
+    init(validating storage: [UInt8], in range: Range<Int>) throws(WireError) {
+        var index = range.lowerBound
+        let end = range.upperBound
         while index < end {
-            let offset = index - bytes.startIndex
+            let offset = index - range.lowerBound
             guard end - index >= Parameter.headerLength else {
                 throw WireError(.truncated, "\(end - index) stray bytes after the last parameter at offset \(offset)")
             }
-            let length = Int(bytes[index]) << 8 | Int(bytes[index + 1])
-            let id = UInt16(bytes[index + 2]) << 8 | UInt16(bytes[index + 3])
+            let length = Int(storage[index]) << 8 | Int(storage[index + 1])
+            let id = UInt16(storage[index + 2]) << 8 | UInt16(storage[index + 3])
             guard length >= Parameter.headerLength else {
                 throw WireError(.badLength, "parameter \(id) at offset \(offset) has length \(length), shorter than its header")
             }
@@ -58,65 +70,83 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
             }
             index += length
         }
-        self.bytes = bytes
+        self.storage = storage
+        self.range = range
     }
 
     /// A list over bytes already known to be a well-formed list.
-    init(wellFormed bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+    init(wellFormed storage: [UInt8]) {
+        self.storage = storage
+        range = storage.indices
+    }
+
+    /// The list's bytes: its wire form, unless it holds a parameter too long for the wire.
+    public var bytes: ArraySlice<UInt8> { storage[range] }
+
+    /// A group parameter whose data is this list, sharing its buffer.
+    func group(_ id: UInt16) -> Parameter { Parameter(id: id, storage: storage, range: range) }
 
     /// The list's length on the wire.
     public var encodedLength: Int {
         // Only a list longer than any message can hold a long header.
-        guard bytes.count > ControlMessage.maximumLength - ControlMessage.headerLength else { return bytes.count }
+        guard range.count > ControlMessage.maximumLength - ControlMessage.headerLength else { return range.count }
         return reduce(0) { $0 + $1.encodedLength }
     }
+
+    public static func == (lhs: ParameterList, rhs: ParameterList) -> Bool { lhs.bytes == rhs.bytes }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
     public var description: String { Array(self).description }
 
     // MARK: Collection
 
-    public var startIndex: Index { Index(offset: bytes.startIndex) }
-    public var endIndex: Index { Index(offset: bytes.endIndex) }
+    public var startIndex: Index { Index(offset: range.lowerBound) }
+    public var endIndex: Index { Index(offset: range.upperBound) }
 
     public func index(after position: Index) -> Index { Index(offset: extent(at: position.offset).data.upperBound) }
 
     public subscript(position: Index) -> Parameter {
         let (id, data) = extent(at: position.offset)
-        return Parameter(id: id, bytes: bytes[data])
+        return Parameter(id: id, storage: storage, range: data)
     }
 
     /// The id and the data's range of the parameter whose header starts at `offset`.
     private func extent(at offset: Int) -> (id: UInt16, data: Range<Int>) {
-        let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
-        let id = UInt16(bytes[offset + 2]) << 8 | UInt16(bytes[offset + 3])
+        let length = Int(storage[offset]) << 8 | Int(storage[offset + 1])
+        let id = UInt16(storage[offset + 2]) << 8 | UInt16(storage[offset + 3])
         if length != 0 { return (id, offset + Parameter.headerLength..<offset + length) }
-        let dataLength = bytes[offset + Parameter.headerLength..<offset + Self.longHeaderLength].reduce(0) { $0 << 8 | Int($1) }
+        let dataLength = storage[offset + Parameter.headerLength..<offset + Self.longHeaderLength].reduce(0) { $0 << 8 | Int($1) }
         return (id, offset + Self.longHeaderLength..<offset + Self.longHeaderLength + dataLength)
     }
 
     // MARK: Changes
 
     public mutating func replaceSubrange(_ subrange: Range<Index>, with parameters: some Collection<Parameter>) {
-        var replacement = ParameterList()
-        for parameter in parameters { replacement.append(parameter) }
-        bytes.replaceSubrange(subrange.lowerBound.offset..<subrange.upperBound.offset, with: replacement.bytes)
+        var replaced = ParameterList(wellFormed: Array(storage[range.lowerBound..<subrange.lowerBound.offset]))
+        for parameter in parameters { replaced.append(parameter) }
+        replaced.appendBytes(storage[subrange.upperBound.offset..<range.upperBound])
+        self = replaced
     }
 
     public mutating func append(_ parameter: Parameter) {
         appendHeader(parameter.id, dataLength: parameter.bytes.count)
-        bytes.append(contentsOf: parameter.bytes)
+        appendBytes(parameter.bytes)
     }
 
     /// Room for `count` bytes in all, so that appending up to that many
     /// allocates once.
-    public mutating func reserveCapacity(bytes count: Int) { bytes.reserveCapacity(count) }
+    public mutating func reserveCapacity(bytes count: Int) {
+        makeAppendable()
+        storage.reserveCapacity(range.lowerBound + count)
+    }
 
     /// Appends a header-only parameter (`Parameter.none`).
     public mutating func appendEmpty(_ id: UInt16) { appendHeader(id, dataLength: 0) }
 
     public mutating func appendBool(_ id: UInt16, _ value: Bool) {
         appendHeader(id, dataLength: 1)
-        bytes.append(value ? 1 : 0)
+        appendBigEndian(value ? 1 : 0, byteCount: 1)
     }
 
     /// Appends `value` big-endian in exactly `T`'s width. Inlinable, so that
@@ -136,13 +166,13 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
     /// Appends UTF-8 with the terminating NUL the format requires.
     public mutating func appendString(_ id: UInt16, _ value: String) {
         appendHeader(id, dataLength: value.utf8.count + 1)
-        bytes.append(contentsOf: value.utf8)
-        bytes.append(0)
+        appendBytes(value.utf8)
+        appendBigEndian(0, byteCount: 1)
     }
 
     public mutating func appendBlob(_ id: UInt16, _ value: some Collection<UInt8>) {
         appendHeader(id, dataLength: value.count)
-        bytes.append(contentsOf: value)
+        appendBytes(value)
     }
 
     /// Appends a group whose members `members` appends to the list it is
@@ -150,17 +180,19 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
     /// its length filled in afterwards, so the members are written once, in
     /// place.
     public mutating func appendGroup(_ id: UInt16, _ members: (inout ParameterList) -> Void) {
-        let start = bytes.endIndex
+        let headerOffset = range.count
         appendHeader(id, dataLength: 0)
         members(&self)
-        let length = bytes.endIndex - start
+        let start = range.lowerBound + headerOffset
+        let length = range.upperBound - start
         if length <= 0xFFFF {
-            bytes[start] = UInt8(truncatingIfNeeded: length >> 8)
-            bytes[start + 1] = UInt8(truncatingIfNeeded: length)
+            storage[start] = UInt8(truncatingIfNeeded: length >> 8)
+            storage[start + 1] = UInt8(truncatingIfNeeded: length)
         } else {
             var header = ParameterList()
             header.appendHeader(id, dataLength: length - Parameter.headerLength)
-            bytes.replaceSubrange(start..<start + Parameter.headerLength, with: header.bytes)
+            storage.replaceSubrange(start..<start + Parameter.headerLength, with: header.storage)
+            range = range.lowerBound..<storage.count
         }
     }
 
@@ -177,10 +209,27 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
     /// Appends the low `byteCount` bytes of `value`, most significant first.
     @usableFromInline
     mutating func appendBigEndian(_ value: UInt64, byteCount: Int) {
+        makeAppendable()
         var shift = (byteCount - 1) * 8
         while shift >= 0 {
-            bytes.append(UInt8(truncatingIfNeeded: value >> shift))
+            storage.append(UInt8(truncatingIfNeeded: value >> shift))
             shift -= 8
         }
+        range = range.lowerBound..<storage.count
+    }
+
+    private mutating func appendBytes(_ bytes: some Sequence<UInt8>) {
+        makeAppendable()
+        storage.append(contentsOf: bytes)
+        range = range.lowerBound..<storage.count
+    }
+
+    /// Makes the list end where its buffer does, so that appends go straight
+    /// into the buffer (a view into the middle of a message's bytes is
+    /// copied first).
+    private mutating func makeAppendable() {
+        guard range.upperBound != storage.count else { return }
+        storage = Array(storage[range])
+        range = storage.indices
     }
 }
