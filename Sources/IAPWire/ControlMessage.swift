@@ -94,8 +94,8 @@ public struct Parameter: Hashable, Sendable {
 
     public var id: UInt16
     /// The buffer the data is in (a decoded message's, or its own) and where.
-    private var storage: [UInt8]
-    private var range: Range<Int>
+    @usableFromInline var storage: [UInt8]
+    @usableFromInline var range: Range<Int>
 
     public init(id: UInt16, data: [UInt8] = []) {
         self.init(id: id, storage: data, range: data.indices)
@@ -105,6 +105,7 @@ public struct Parameter: Hashable, Sendable {
         self.init(id: id, data: Array(bytes))
     }
 
+    @usableFromInline
     init(id: UInt16, storage: [UInt8], range: Range<Int>) {
         self.id = id
         self.storage = storage
@@ -113,7 +114,7 @@ public struct Parameter: Hashable, Sendable {
 
     /// The data as a view into the bytes it was read from: no copy.
     public var bytes: ArraySlice<UInt8> {
-        get { storage[range] }
+        @inlinable get { storage[range] }
         set { data = Array(newValue) }
     }
 

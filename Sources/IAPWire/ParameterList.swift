@@ -16,19 +16,21 @@
 public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, ExpressibleByArrayLiteral, CustomStringConvertible {
     public struct Index: Comparable, Hashable, Sendable {
         /// Where the parameter's header starts in the list's buffer.
-        fileprivate let offset: Int
+        @usableFromInline let offset: Int
+
+        @usableFromInline init(offset: Int) { self.offset = offset }
 
         public static func < (lhs: Index, rhs: Index) -> Bool { lhs.offset < rhs.offset }
     }
 
     /// The header of a parameter too long for the wire: 0, id, 4-byte length.
-    private static let longHeaderLength = Parameter.headerLength + 4
+    @usableFromInline static let longHeaderLength = Parameter.headerLength + 4
 
     /// The buffer the list is in (a decoded message's, or its own) and
     /// where. Appends go straight into the buffer when the list ends where
     /// the buffer does; otherwise the list is first copied into one of its own.
-    private var storage: [UInt8]
-    private var range: Range<Int>
+    @usableFromInline var storage: [UInt8]
+    @usableFromInline var range: Range<Int>
 
     public init() {
         storage = []
@@ -100,19 +102,24 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
     public var description: String { Array(self).description }
 
     // MARK: Collection
+    // Inlinable, so that a search through a list (the typed readers look
+    // parameters up by id) compiles to a loop where it is written.
 
-    public var startIndex: Index { Index(offset: range.lowerBound) }
-    public var endIndex: Index { Index(offset: range.upperBound) }
+    @inlinable public var startIndex: Index { Index(offset: range.lowerBound) }
+    @inlinable public var endIndex: Index { Index(offset: range.upperBound) }
 
+    @inlinable
     public func index(after position: Index) -> Index { Index(offset: extent(at: position.offset).data.upperBound) }
 
+    @inlinable
     public subscript(position: Index) -> Parameter {
         let (id, data) = extent(at: position.offset)
         return Parameter(id: id, storage: storage, range: data)
     }
 
     /// The id and the data's range of the parameter whose header starts at `offset`.
-    private func extent(at offset: Int) -> (id: UInt16, data: Range<Int>) {
+    @inlinable
+    func extent(at offset: Int) -> (id: UInt16, data: Range<Int>) {
         let length = Int(storage[offset]) << 8 | Int(storage[offset + 1])
         let id = UInt16(storage[offset + 2]) << 8 | UInt16(storage[offset + 3])
         if length != 0 { return (id, offset + Parameter.headerLength..<offset + length) }
