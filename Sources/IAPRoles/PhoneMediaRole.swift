@@ -124,9 +124,14 @@ public struct PhoneMediaRole: Sendable {
         if info.state != .playing { info.playbackRate = 0 }
         // The head unit shows the app's name whatever is playing.
         if info.appName == nil { info.appName = appName }
-        for text in [\NowPlayingInfo.title, \.artist, \.albumTitle, \.genre, \.releaseDate, \.appName] {
-            info[keyPath: text] = info[keyPath: text].map(Self.cut)
-        }
+        // Field by field, not through a list of key paths: this runs after
+        // every input, and the list cost an allocation and key-path calls each time.
+        info.title = info.title.map(Self.cut)
+        info.artist = info.artist.map(Self.cut)
+        info.albumTitle = info.albumTitle.map(Self.cut)
+        info.genre = info.genre.map(Self.cut)
+        info.releaseDate = info.releaseDate.map(Self.cut)
+        info.appName = info.appName.map(Self.cut)
         nowPlaying = info
         nowPlayingAt = now
         guard var current = connection, current.subscribed else { return [] }
