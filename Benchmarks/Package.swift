@@ -57,6 +57,11 @@ let package = Package(
         ),
         // The raw TCP echo between two threads that ping-vs-echo.sh compares `iapctl ping` with.
         .executableTarget(name: "tcp-echo"),
+        // The browse round trip without the harness, for callgrind and dhat.
+        .executableTarget(
+            name: "browse-loop",
+            dependencies: [.product(name: "IAPConformance", package: "iap-devkit")]
+        ),
         // Writes a large, realistic usbmon pcapng for decode-vs-tshark.sh.
         .executableTarget(
             name: "make-usbmon-capture",

@@ -128,7 +128,7 @@ public struct AgainstSuite: Sendable {
 final class Probe: Sendable {
     let driver: LinkDriver
     let started = MonotonicClock.now()
-    private let state = Mutex<(ups: Int, failure: String?, answers: [UInt32: [[Parameter]]], writes: [[UInt8]], control: UInt8?)>((0, nil, [:], [], nil))
+    private let state = Mutex<(ups: Int, failure: String?, answers: [UInt32: [ParameterList]], writes: [[UInt8]], control: UInt8?)>((0, nil, [:], [], nil))
     private let channel = Mutex(ControlChannel())
     private let reader = Mutex<Task<Void, Never>?>(nil)
 

@@ -38,138 +38,178 @@ public enum MediaMessage: Hashable, Sendable {
     public var controlMessage: ControlMessage {
         switch self {
         case .browseRequest(let id, let container, let offset, let count):
-            return ControlMessage(id: MessageID.browseRequest, parameters: [
-                .uint32(ParameterID.BrowseRequest.requestIdentifier, id), .string(ParameterID.BrowseRequest.containerIdentifier, container),
-                .uint32(ParameterID.BrowseRequest.offset, offset), .uint16(ParameterID.BrowseRequest.count, count),
-            ])
-        case .browseResponse(let response):
-            var parameters: [Parameter] = [
-                .uint32(ParameterID.BrowseResponse.requestIdentifier, response.requestID), .uint8(ParameterID.BrowseResponse.status, response.status.rawValue),
-                .uint32(ParameterID.BrowseResponse.totalCount, response.totalCount), .uint32(ParameterID.BrowseResponse.offset, response.offset),
-            ]
-            parameters += response.items.map { Self.itemParameter($0, id: ParameterID.BrowseResponse.item) }
-            parameters += response.sections.map(Self.sectionParameter)
-            if let error = response.error { parameters.append(.string(ParameterID.BrowseResponse.errorText, error)) }
-            return ControlMessage(id: MessageID.browseResponse, parameters: parameters)
-        case .playItem(let id, let item, let entry):
-            var parameters: [Parameter] = [.uint32(ParameterID.PlayItemRequest.requestIdentifier, id), .string(ParameterID.PlayItemRequest.itemIdentifier, item)]
-            if let entry { parameters.append(.string(ParameterID.PlayItemRequest.imageRowEntryIdentifier, entry)) }
-            return ControlMessage(id: MessageID.playItemRequest, parameters: parameters)
-        case .requestStatus(let id, let status, let error):
-            var parameters: [Parameter] = [.uint32(ParameterID.RequestStatus.requestIdentifier, id), .uint8(ParameterID.RequestStatus.status, status.rawValue)]
-            if let error { parameters.append(.string(ParameterID.RequestStatus.errorText, error)) }
-            return ControlMessage(id: MessageID.requestStatus, parameters: parameters)
-        case .remoteCommand(let id, let command):
-            var parameters: [Parameter] = [.uint32(ParameterID.RemoteCommand.requestIdentifier, id), .uint8(ParameterID.RemoteCommand.command, command.kind.rawValue)]
-            switch command {
-            case .changePlaybackPosition(let ms), .skipForward(let ms), .skipBackward(let ms):
-                parameters.append(.uint32(ParameterID.RemoteCommand.milliseconds, ms))
-            case .changeRepeatMode(let mode): parameters.append(.uint8(ParameterID.RemoteCommand.mode, mode.rawValue))
-            case .changeShuffleMode(let mode): parameters.append(.uint8(ParameterID.RemoteCommand.mode, mode.rawValue))
-            case .seekForward(let begin), .seekBackward(let begin), .like(let begin), .dislike(let begin), .bookmark(let begin):
-                parameters.append(.bool(ParameterID.RemoteCommand.active, begin))
-            default: break
+            return ControlMessage(id: MessageID.browseRequest, capacity: 32 + container.utf8.count) { parameters in
+                parameters.appendInteger(ParameterID.BrowseRequest.requestIdentifier, id)
+                parameters.appendString(ParameterID.BrowseRequest.containerIdentifier, container)
+                parameters.appendInteger(ParameterID.BrowseRequest.offset, offset)
+                parameters.appendInteger(ParameterID.BrowseRequest.count, count)
             }
-            return ControlMessage(id: MessageID.remoteCommand, parameters: parameters)
+        case .browseResponse(let response):
+            return ControlMessage(id: MessageID.browseResponse, capacity: Self.pageCapacity(items: response.items.count, sections: response.sections.count)) { parameters in
+                parameters.appendInteger(ParameterID.BrowseResponse.requestIdentifier, response.requestID)
+                parameters.appendInteger(ParameterID.BrowseResponse.status, response.status.rawValue)
+                parameters.appendInteger(ParameterID.BrowseResponse.totalCount, response.totalCount)
+                parameters.appendInteger(ParameterID.BrowseResponse.offset, response.offset)
+                for item in response.items { Self.appendItem(item, id: ParameterID.BrowseResponse.item, to: &parameters) }
+                for section in response.sections { Self.appendSection(section, to: &parameters) }
+                if let error = response.error { parameters.appendString(ParameterID.BrowseResponse.errorText, error) }
+            }
+        case .playItem(let id, let item, let entry):
+            return ControlMessage(id: MessageID.playItemRequest, capacity: 64) { parameters in
+                parameters.appendInteger(ParameterID.PlayItemRequest.requestIdentifier, id)
+                parameters.appendString(ParameterID.PlayItemRequest.itemIdentifier, item)
+                if let entry { parameters.appendString(ParameterID.PlayItemRequest.imageRowEntryIdentifier, entry) }
+            }
+        case .requestStatus(let id, let status, let error):
+            return ControlMessage(id: MessageID.requestStatus, capacity: 64) { parameters in
+                parameters.appendInteger(ParameterID.RequestStatus.requestIdentifier, id)
+                parameters.appendInteger(ParameterID.RequestStatus.status, status.rawValue)
+                if let error { parameters.appendString(ParameterID.RequestStatus.errorText, error) }
+            }
+        case .remoteCommand(let id, let command):
+            return ControlMessage(id: MessageID.remoteCommand, capacity: 32) { parameters in
+                parameters.appendInteger(ParameterID.RemoteCommand.requestIdentifier, id)
+                parameters.appendInteger(ParameterID.RemoteCommand.command, command.kind.rawValue)
+                switch command {
+                case .changePlaybackPosition(let ms), .skipForward(let ms), .skipBackward(let ms):
+                    parameters.appendInteger(ParameterID.RemoteCommand.milliseconds, ms)
+                case .changeRepeatMode(let mode): parameters.appendInteger(ParameterID.RemoteCommand.mode, mode.rawValue)
+                case .changeShuffleMode(let mode): parameters.appendInteger(ParameterID.RemoteCommand.mode, mode.rawValue)
+                case .seekForward(let begin), .seekBackward(let begin), .like(let begin), .dislike(let begin), .bookmark(let begin):
+                    parameters.appendBool(ParameterID.RemoteCommand.active, begin)
+                default: break
+                }
+            }
         case .advertisedCommands(let commands):
-            return ControlMessage(id: MessageID.advertisedCommands, parameters: commands.map { command in
-                group(ParameterID.AdvertisedCommands.command, [
-                    .uint8(ParameterID.AdvertisedCommand.command, command.kind.rawValue), .bool(ParameterID.AdvertisedCommand.enabled, command.enabled),
-                ])
-            })
+            return ControlMessage(id: MessageID.advertisedCommands, capacity: commands.count * 14) { parameters in
+                for command in commands {
+                    parameters.appendGroup(ParameterID.AdvertisedCommands.command) { members in
+                        members.appendInteger(ParameterID.AdvertisedCommand.command, command.kind.rawValue)
+                        members.appendBool(ParameterID.AdvertisedCommand.enabled, command.enabled)
+                    }
+                }
+            }
         case .appInformation(let name, let hasContent):
-            return ControlMessage(id: MessageID.mediaAppInformation, parameters: [
-                .string(ParameterID.MediaAppInformation.appName, name), .bool(ParameterID.MediaAppInformation.hasContentTree, hasContent),
-            ])
+            return ControlMessage(id: MessageID.mediaAppInformation, capacity: 16 + name.utf8.count) { parameters in
+                parameters.appendString(ParameterID.MediaAppInformation.appName, name)
+                parameters.appendBool(ParameterID.MediaAppInformation.hasContentTree, hasContent)
+            }
         case .limits(let limits):
-            return ControlMessage(id: MessageID.headUnitLimits, parameters: [
-                .uint8(ParameterID.HeadUnitLimits.maximumTabs, UInt8(clamping: limits.maximumTabs)),
-                .uint16(ParameterID.HeadUnitLimits.maximumPageSize, UInt16(clamping: limits.maximumPageSize)),
-                .uint8(ParameterID.HeadUnitLimits.maximumImageRowImages, UInt8(clamping: limits.maximumImageRowImages)),
-                .uint8(ParameterID.HeadUnitLimits.imageScale, UInt8(clamping: limits.imageScale)),
-            ])
+            return ControlMessage(id: MessageID.headUnitLimits, capacity: 32) { parameters in
+                parameters.appendInteger(ParameterID.HeadUnitLimits.maximumTabs, UInt8(clamping: limits.maximumTabs))
+                parameters.appendInteger(ParameterID.HeadUnitLimits.maximumPageSize, UInt16(clamping: limits.maximumPageSize))
+                parameters.appendInteger(ParameterID.HeadUnitLimits.maximumImageRowImages, UInt8(clamping: limits.maximumImageRowImages))
+                parameters.appendInteger(ParameterID.HeadUnitLimits.imageScale, UInt8(clamping: limits.imageScale))
+            }
         case .queueRequest(let id, let offset, let count):
-            return ControlMessage(id: MessageID.queueRequest, parameters: [
-                .uint32(ParameterID.QueueRequest.requestIdentifier, id), .uint32(ParameterID.QueueRequest.offset, offset),
-                .uint16(ParameterID.QueueRequest.count, count),
-            ])
+            return ControlMessage(id: MessageID.queueRequest, capacity: 32) { parameters in
+                parameters.appendInteger(ParameterID.QueueRequest.requestIdentifier, id)
+                parameters.appendInteger(ParameterID.QueueRequest.offset, offset)
+                parameters.appendInteger(ParameterID.QueueRequest.count, count)
+            }
         case .queueResponse(let response):
-            var parameters: [Parameter] = [
-                .uint32(ParameterID.QueueResponse.requestIdentifier, response.requestID), .uint8(ParameterID.QueueResponse.status, response.status.rawValue),
-                .uint32(ParameterID.QueueResponse.totalCount, response.totalCount), .uint32(ParameterID.QueueResponse.offset, response.offset),
-                .uint32(ParameterID.QueueResponse.currentIndex, response.currentIndex),
-            ]
-            parameters += response.items.map { Self.itemParameter($0, id: ParameterID.QueueResponse.item) }
-            if let error = response.error { parameters.append(.string(ParameterID.QueueResponse.errorText, error)) }
-            return ControlMessage(id: MessageID.queueResponse, parameters: parameters)
+            return ControlMessage(id: MessageID.queueResponse, capacity: Self.pageCapacity(items: response.items.count, sections: 0)) { parameters in
+                parameters.appendInteger(ParameterID.QueueResponse.requestIdentifier, response.requestID)
+                parameters.appendInteger(ParameterID.QueueResponse.status, response.status.rawValue)
+                parameters.appendInteger(ParameterID.QueueResponse.totalCount, response.totalCount)
+                parameters.appendInteger(ParameterID.QueueResponse.offset, response.offset)
+                parameters.appendInteger(ParameterID.QueueResponse.currentIndex, response.currentIndex)
+                for item in response.items { Self.appendItem(item, id: ParameterID.QueueResponse.item, to: &parameters) }
+                if let error = response.error { parameters.appendString(ParameterID.QueueResponse.errorText, error) }
+            }
         case .imageRequest(let id, let image, let scale):
-            return ControlMessage(id: MessageID.imageRequest, parameters: [
-                .uint32(ParameterID.ImageRequest.requestIdentifier, id), .string(ParameterID.ImageRequest.imageIdentifier, image),
-                .uint8(ParameterID.ImageRequest.scale, scale),
-            ])
+            return ControlMessage(id: MessageID.imageRequest, capacity: 24 + image.utf8.count) { parameters in
+                parameters.appendInteger(ParameterID.ImageRequest.requestIdentifier, id)
+                parameters.appendString(ParameterID.ImageRequest.imageIdentifier, image)
+                parameters.appendInteger(ParameterID.ImageRequest.scale, scale)
+            }
         case .imageResponse(let id, let status, let transfer, let error):
-            var parameters: [Parameter] = [.uint32(ParameterID.ImageResponse.requestIdentifier, id), .uint8(ParameterID.ImageResponse.status, status.rawValue)]
-            if let transfer { parameters.append(.uint8(ParameterID.ImageResponse.fileTransferIdentifier, transfer)) }
-            if let error { parameters.append(.string(ParameterID.ImageResponse.errorText, error)) }
-            return ControlMessage(id: MessageID.imageResponse, parameters: parameters)
+            return ControlMessage(id: MessageID.imageResponse, capacity: 64) { parameters in
+                parameters.appendInteger(ParameterID.ImageResponse.requestIdentifier, id)
+                parameters.appendInteger(ParameterID.ImageResponse.status, status.rawValue)
+                if let transfer { parameters.appendInteger(ParameterID.ImageResponse.fileTransferIdentifier, transfer) }
+                if let error { parameters.appendString(ParameterID.ImageResponse.errorText, error) }
+            }
         case .startNowPlayingUpdates:
-            return ControlMessage(id: MessageID.startNowPlayingUpdates, parameters: [
-                group(ParameterID.NowPlayingUpdate.mediaItemAttributes, NowPlayingUpdate.mediaAttributeIDs.map { .none($0) }),
-                group(ParameterID.NowPlayingUpdate.playbackAttributes, NowPlayingUpdate.playbackAttributeIDs.map { .none($0) }),
-            ])
+            let attributes = NowPlayingUpdate.mediaAttributeIDs.count + NowPlayingUpdate.playbackAttributeIDs.count
+            return ControlMessage(id: MessageID.startNowPlayingUpdates, capacity: 8 + 4 * attributes) { parameters in
+                parameters.appendGroup(ParameterID.NowPlayingUpdate.mediaItemAttributes) { members in
+                    for id in NowPlayingUpdate.mediaAttributeIDs { members.appendEmpty(id) }
+                }
+                parameters.appendGroup(ParameterID.NowPlayingUpdate.playbackAttributes) { members in
+                    for id in NowPlayingUpdate.playbackAttributeIDs { members.appendEmpty(id) }
+                }
+            }
         case .stopNowPlayingUpdates:
             return ControlMessage(id: MessageID.stopNowPlayingUpdates)
         case .nowPlayingUpdate(let update):
             return update.message
         case .setNowPlayingInformation(let elapsed, let index):
-            var parameters: [Parameter] = []
-            if let elapsed { parameters.append(.uint32(ParameterID.SetNowPlayingInformation.elapsedTime, elapsed)) }
-            if let index { parameters.append(.uint32(ParameterID.SetNowPlayingInformation.playbackQueueIndex, index)) }
-            return ControlMessage(id: MessageID.setNowPlayingInformation, parameters: parameters)
+            return ControlMessage(id: MessageID.setNowPlayingInformation, capacity: 16) { parameters in
+                if let elapsed { parameters.appendInteger(ParameterID.SetNowPlayingInformation.elapsedTime, elapsed) }
+                if let index { parameters.appendInteger(ParameterID.SetNowPlayingInformation.playbackQueueIndex, index) }
+            }
         case .startHID(let message): return message.message
         case .accessoryHIDReport(let message): return message.message
         case .stopHID(let message): return message.message
         }
     }
 
+    /// Room for a page of items and sections: a guess that fits typical
+    /// rows (identifiers, a title and a subtitle of a few dozen bytes each),
+    /// so that most pages are written with one allocation.
+    static func pageCapacity(items: Int, sections: Int) -> Int { 48 + items * 160 + sections * 48 }
+
     /// An Item group of BrowseResponse or QueueResponse (`id` says which).
-    static func itemParameter(_ item: ContentItem, id: UInt16) -> Parameter {
-        var members: [Parameter] = [
-            .string(ParameterID.ContentItem.itemIdentifier, item.id), .uint8(ParameterID.ContentItem.itemKind, item.kind.rawValue),
-            .string(ParameterID.ContentItem.text, item.text),
-        ]
-        if let detail = item.detailText { members.append(.string(ParameterID.ContentItem.detailText, detail)) }
-        if let image = item.imageID { members.append(.string(ParameterID.ContentItem.imageIdentifier, image)) }
-        members.append(.uint8(ParameterID.ContentItem.accessory, item.accessory.rawValue))
-        if item.playingIndicator != .none { members.append(.uint8(ParameterID.ContentItem.playingIndicator, item.playingIndicator.rawValue)) }
-        members.append(.bool(ParameterID.ContentItem.enabled, item.isEnabled))
-        if let value = item.appValue { members.append(.blob(ParameterID.ContentItem.appValue, value)) }
-        if let row = item.imageRow {
-            members.append(group(ParameterID.ContentItem.imageRow, [.string(ParameterID.ImageRow.title, row.title)] + row.entries.map { entry in
-                group(ParameterID.ImageRow.image, [
-                    .string(ParameterID.ImageRowImage.entryIdentifier, entry.id), .string(ParameterID.ImageRowImage.imageIdentifier, entry.imageID),
-                    .bool(ParameterID.ImageRowImage.selectable, entry.selectable),
-                ])
-            }))
+    static func appendItem(_ item: ContentItem, id: UInt16, to parameters: inout ParameterList) {
+        parameters.appendGroup(id) { members in
+            members.appendString(ParameterID.ContentItem.itemIdentifier, item.id)
+            members.appendInteger(ParameterID.ContentItem.itemKind, item.kind.rawValue)
+            members.appendString(ParameterID.ContentItem.text, item.text)
+            if let detail = item.detailText { members.appendString(ParameterID.ContentItem.detailText, detail) }
+            if let image = item.imageID { members.appendString(ParameterID.ContentItem.imageIdentifier, image) }
+            members.appendInteger(ParameterID.ContentItem.accessory, item.accessory.rawValue)
+            if item.playingIndicator != .none { members.appendInteger(ParameterID.ContentItem.playingIndicator, item.playingIndicator.rawValue) }
+            members.appendBool(ParameterID.ContentItem.enabled, item.isEnabled)
+            if let value = item.appValue { members.appendBlob(ParameterID.ContentItem.appValue, value) }
+            if let row = item.imageRow {
+                members.appendGroup(ParameterID.ContentItem.imageRow) { rowMembers in
+                    rowMembers.appendString(ParameterID.ImageRow.title, row.title)
+                    for entry in row.entries {
+                        rowMembers.appendGroup(ParameterID.ImageRow.image) { image in
+                            image.appendString(ParameterID.ImageRowImage.entryIdentifier, entry.id)
+                            image.appendString(ParameterID.ImageRowImage.imageIdentifier, entry.imageID)
+                            image.appendBool(ParameterID.ImageRowImage.selectable, entry.selectable)
+                        }
+                    }
+                }
+            }
+            members.appendInteger(ParameterID.ContentItem.section, item.section)
+            if let badge = item.badge { members.appendString(ParameterID.ContentItem.badge, badge) }
         }
-        members.append(.uint16(ParameterID.ContentItem.section, item.section))
-        if let badge = item.badge { members.append(.string(ParameterID.ContentItem.badge, badge)) }
-        return group(id, members)
     }
 
-    static func sectionParameter(_ section: ContentSection) -> Parameter {
-        let kind = ParameterID.Section.sectionKind
-        var members: [Parameter] = [.uint16(ParameterID.Section.sectionIdentifier, section.id)]
-        switch section.kind {
-        case .plain(let title):
-            members.append(.uint8(kind, 0))
-            if let title { members.append(.string(ParameterID.Section.title, title)) }
-        case .loading: members.append(.uint8(kind, 1))
-        case .playAll(let count): members += [.uint8(kind, 2), .uint32(ParameterID.Section.itemCount, count)]
-        case .empty(let text): members += [.uint8(kind, 3), .string(ParameterID.Section.title, text)]
-        case .loadFailed(let text): members += [.uint8(kind, 4), .string(ParameterID.Section.title, text)]
+    static func appendSection(_ section: ContentSection, to parameters: inout ParameterList) {
+        parameters.appendGroup(ParameterID.BrowseResponse.section) { members in
+            let kind = ParameterID.Section.sectionKind
+            members.appendInteger(ParameterID.Section.sectionIdentifier, section.id)
+            switch section.kind {
+            case .plain(let title):
+                members.appendInteger(kind, UInt8(0))
+                if let title { members.appendString(ParameterID.Section.title, title) }
+            case .loading:
+                members.appendInteger(kind, UInt8(1))
+            case .playAll(let count):
+                members.appendInteger(kind, UInt8(2))
+                members.appendInteger(ParameterID.Section.itemCount, count)
+            case .empty(let text):
+                members.appendInteger(kind, UInt8(3))
+                members.appendString(ParameterID.Section.title, text)
+            case .loadFailed(let text):
+                members.appendInteger(kind, UInt8(4))
+                members.appendString(ParameterID.Section.title, text)
+            }
         }
-        return group(ParameterID.BrowseResponse.section, members)
     }
 
     // MARK: Decoding
@@ -187,8 +227,8 @@ public enum MediaMessage: Hashable, Sendable {
             self = .browseResponse(BrowseResponse(
                 requestID: try reader.u32(ParameterID.BrowseResponse.requestIdentifier), status: try reader.status(ParameterID.BrowseResponse.status),
                 totalCount: try reader.u32(ParameterID.BrowseResponse.totalCount), offset: try reader.u32(ParameterID.BrowseResponse.offset),
-                items: try message.parameters(ParameterID.BrowseResponse.item).map(Self.item),
-                sections: try message.parameters(ParameterID.BrowseResponse.section).map(Self.section),
+                items: try reader.all(ParameterID.BrowseResponse.item, Self.item),
+                sections: try reader.all(ParameterID.BrowseResponse.section, Self.section),
                 error: try reader.optionalString(ParameterID.BrowseResponse.errorText)))
         case MessageID.playItemRequest:
             self = .playItem(requestID: try reader.u32(ParameterID.PlayItemRequest.requestIdentifier),
@@ -204,8 +244,8 @@ public enum MediaMessage: Hashable, Sendable {
             }
             self = .remoteCommand(requestID: try reader.u32(ParameterID.RemoteCommand.requestIdentifier), try Self.command(kind, reader))
         case MessageID.advertisedCommands:
-            self = .advertisedCommands(try message.parameters(ParameterID.AdvertisedCommands.command).map { parameter throws(WireError) in
-                let entry = MessageReader(ControlMessage(id: 0, parameters: try parameter.group()))
+            self = .advertisedCommands(try reader.all(ParameterID.AdvertisedCommands.command) { parameter throws(WireError) in
+                let entry = MessageReader(group: try parameter.group())
                 let value = try entry.u8(ParameterID.AdvertisedCommand.command)
                 guard let kind = RemoteCommand.Kind(rawValue: value) else {
                     throw WireError(.badValue, "AdvertisedCommands lists unknown command \(value)")
@@ -228,7 +268,7 @@ public enum MediaMessage: Hashable, Sendable {
                 requestID: try reader.u32(ParameterID.QueueResponse.requestIdentifier), status: try reader.status(ParameterID.QueueResponse.status),
                 totalCount: try reader.u32(ParameterID.QueueResponse.totalCount), offset: try reader.u32(ParameterID.QueueResponse.offset),
                 currentIndex: try reader.u32(ParameterID.QueueResponse.currentIndex),
-                items: try message.parameters(ParameterID.QueueResponse.item).map(Self.item),
+                items: try reader.all(ParameterID.QueueResponse.item, Self.item),
                 error: try reader.optionalString(ParameterID.QueueResponse.errorText)))
         case MessageID.imageRequest:
             self = .imageRequest(requestID: try reader.u32(ParameterID.ImageRequest.requestIdentifier),
@@ -286,18 +326,17 @@ public enum MediaMessage: Hashable, Sendable {
 
     static func item(_ parameter: Parameter) throws(WireError) -> ContentItem {
         let members = try parameter.group()
-        let reader = MessageReader(ControlMessage(id: 0, parameters: members))
+        let reader = MessageReader(group: members)
         guard let kind = ContentItem.Kind(rawValue: try reader.u8(ParameterID.ContentItem.itemKind)) else {
             throw WireError(.badValue, "item kind is not container or playable")
         }
         var row: ContentItem.ImageRow?
         if let rowParameter = members.first(where: { $0.id == ParameterID.ContentItem.imageRow }) {
-            let rowMembers = try rowParameter.group()
-            let rowReader = MessageReader(ControlMessage(id: 0, parameters: rowMembers))
+            let rowReader = MessageReader(group: try rowParameter.group())
             row = ContentItem.ImageRow(
                 title: try rowReader.string(ParameterID.ImageRow.title),
-                entries: try rowMembers.filter { $0.id == ParameterID.ImageRow.image }.map { entry throws(WireError) in
-                    let entryReader = MessageReader(ControlMessage(id: 0, parameters: try entry.group()))
+                entries: try rowReader.all(ParameterID.ImageRow.image) { entry throws(WireError) in
+                    let entryReader = MessageReader(group: try entry.group())
                     return .init(id: try entryReader.string(ParameterID.ImageRowImage.entryIdentifier),
                                  imageID: try entryReader.string(ParameterID.ImageRowImage.imageIdentifier),
                                  selectable: try entryReader.bool(ParameterID.ImageRowImage.selectable))
@@ -314,7 +353,7 @@ public enum MediaMessage: Hashable, Sendable {
     }
 
     static func section(_ parameter: Parameter) throws(WireError) -> ContentSection {
-        let reader = MessageReader(ControlMessage(id: 0, parameters: try parameter.group()))
+        let reader = MessageReader(group: try parameter.group())
         let id = try reader.u16(ParameterID.Section.sectionIdentifier), title = ParameterID.Section.title
         switch try reader.u8(ParameterID.Section.sectionKind) {
         case 0: return ContentSection(id: id, kind: .plain(title: try reader.optionalString(title)))
@@ -409,29 +448,30 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     }
 
     var message: ControlMessage {
-        var media: [Parameter] = []
-        if let id = info.itemID { media.append(.uint64(ParameterID.MediaItem.persistentIdentifier, id)) }
-        if let title = info.title { media.append(.string(ParameterID.MediaItem.title, title)) }
-        if let duration = info.durationMilliseconds { media.append(.uint32(ParameterID.MediaItem.playbackDurationInMilliseconds, duration)) }
-        if let album = info.albumTitle { media.append(.string(ParameterID.MediaItem.albumTitle, album)) }
-        if let artist = info.artist { media.append(.string(ParameterID.MediaItem.artist, artist)) }
-        if let genre = info.genre { media.append(.string(ParameterID.MediaItem.genre, genre)) }
-        if let artwork = info.artworkTransferID { media.append(.uint8(ParameterID.MediaItem.artworkFileTransferIdentifier, artwork)) }
-        if let date = info.releaseDate { media.append(.string(ParameterID.MediaItem.devKitReleaseDate, date)) }
-        var playback: [Parameter] = [
-            .uint8(ParameterID.Playback.status, Self.iAP2Status(info.state)),
-            .uint32(ParameterID.Playback.elapsedTimeInMilliseconds, info.elapsedMilliseconds),
-        ]
-        if let index = info.queueIndex { playback.append(.uint32(ParameterID.Playback.queueIndex, index)) }
-        if let count = info.queueCount { playback.append(.uint32(ParameterID.Playback.queueCount, count)) }
-        playback += [.uint8(ParameterID.Playback.shuffleMode, info.shuffleMode.rawValue), .uint8(ParameterID.Playback.repeatMode, info.repeatMode.rawValue)]
-        if let app = info.appName { playback.append(.string(ParameterID.Playback.appName, app)) }
-        playback += [.uint16(ParameterID.Playback.speed, Self.hundredths(info.playbackRate)),
-                     .uint8(ParameterID.Playback.devKitPlaybackState, info.state.rawValue),
-                     .uint16(ParameterID.Playback.devKitDefaultPlaybackRate, Self.hundredths(info.defaultPlaybackRate))]
-        return ControlMessage(id: MessageID.nowPlayingUpdate, parameters: [
-            group(ParameterID.NowPlayingUpdate.mediaItemAttributes, media), group(ParameterID.NowPlayingUpdate.playbackAttributes, playback),
-        ])
+        ControlMessage(id: MessageID.nowPlayingUpdate, capacity: 256) { parameters in
+            parameters.appendGroup(ParameterID.NowPlayingUpdate.mediaItemAttributes) { media in
+                if let id = info.itemID { media.appendInteger(ParameterID.MediaItem.persistentIdentifier, id) }
+                if let title = info.title { media.appendString(ParameterID.MediaItem.title, title) }
+                if let duration = info.durationMilliseconds { media.appendInteger(ParameterID.MediaItem.playbackDurationInMilliseconds, duration) }
+                if let album = info.albumTitle { media.appendString(ParameterID.MediaItem.albumTitle, album) }
+                if let artist = info.artist { media.appendString(ParameterID.MediaItem.artist, artist) }
+                if let genre = info.genre { media.appendString(ParameterID.MediaItem.genre, genre) }
+                if let artwork = info.artworkTransferID { media.appendInteger(ParameterID.MediaItem.artworkFileTransferIdentifier, artwork) }
+                if let date = info.releaseDate { media.appendString(ParameterID.MediaItem.devKitReleaseDate, date) }
+            }
+            parameters.appendGroup(ParameterID.NowPlayingUpdate.playbackAttributes) { playback in
+                playback.appendInteger(ParameterID.Playback.status, Self.iAP2Status(info.state))
+                playback.appendInteger(ParameterID.Playback.elapsedTimeInMilliseconds, info.elapsedMilliseconds)
+                if let index = info.queueIndex { playback.appendInteger(ParameterID.Playback.queueIndex, index) }
+                if let count = info.queueCount { playback.appendInteger(ParameterID.Playback.queueCount, count) }
+                playback.appendInteger(ParameterID.Playback.shuffleMode, info.shuffleMode.rawValue)
+                playback.appendInteger(ParameterID.Playback.repeatMode, info.repeatMode.rawValue)
+                if let app = info.appName { playback.appendString(ParameterID.Playback.appName, app) }
+                playback.appendInteger(ParameterID.Playback.speed, Self.hundredths(info.playbackRate))
+                playback.appendInteger(ParameterID.Playback.devKitPlaybackState, info.state.rawValue)
+                playback.appendInteger(ParameterID.Playback.devKitDefaultPlaybackRate, Self.hundredths(info.defaultPlaybackRate))
+            }
+        }
     }
 
     init(_ message: ControlMessage) throws(WireError) {
@@ -443,7 +483,7 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         var extendedState: NowPlayingInfo.PlaybackState?
         for groupParameter in message.parameters where groupParameter.id == mediaItem || groupParameter.id == playback {
             let members = try groupParameter.group()
-            let reader = MessageReader(ControlMessage(id: 0, parameters: members))
+            let reader = MessageReader(group: members)
             for member in members {
                 present.insert(Self.key(groupParameter.id, member.id))
                 switch (groupParameter.id, member.id) {
@@ -598,15 +638,35 @@ public struct OutOfRangeValue: Hashable, Sendable, CustomStringConvertible {
 /// Typed reads of a message's parameters that say which one is missing or
 /// malformed.
 struct MessageReader {
-    let message: ControlMessage
-    init(_ message: ControlMessage) { self.message = message }
+    let parameters: ParameterList
+    /// The message's id, to name it in errors; 0 for a group's members.
+    let messageID: UInt16
+
+    init(_ message: ControlMessage) {
+        parameters = message.parameters
+        messageID = message.id
+    }
+
+    init(group members: ParameterList) {
+        parameters = members
+        messageID = 0
+    }
 
     private func parameter(_ id: UInt16) throws(WireError) -> Parameter {
-        guard let parameter = message.parameter(id) else {
-            let name = MessageCatalog.message(message.id)?.name ?? "message 0x\(String(message.id, radix: 16))"
+        guard let parameter = parameters.first(where: { $0.id == id }) else {
+            let name = MessageCatalog.message(messageID)?.name ?? "message 0x\(String(messageID, radix: 16))"
             throw WireError(.truncated, "\(name) lacks parameter \(id)")
         }
         return parameter
+    }
+
+    /// Every parameter with `id` (a repeated parameter is a list), each read
+    /// by `read`, into an array allocated once.
+    func all<T>(_ id: UInt16, _ read: (Parameter) throws(WireError) -> T) throws(WireError) -> [T] {
+        var result: [T] = []
+        result.reserveCapacity(parameters.count { $0.id == id })
+        for parameter in parameters where parameter.id == id { result.append(try read(parameter)) }
+        return result
     }
 
     func u8(_ id: UInt16) throws(WireError) -> UInt8 { try parameter(id).integer(as: UInt8.self) }
@@ -616,7 +676,7 @@ struct MessageReader {
     func bool(_ id: UInt16) throws(WireError) -> Bool { try parameter(id).bool() }
     func string(_ id: UInt16) throws(WireError) -> String { try parameter(id).string() }
     func optionalString(_ id: UInt16) throws(WireError) -> String? {
-        guard message.parameter(id) != nil else { return nil }
+        guard parameters.contains(where: { $0.id == id }) else { return nil }
         return try string(id)
     }
     func status(_ id: UInt16) throws(WireError) -> RequestStatus {
@@ -624,18 +684,4 @@ struct MessageReader {
         guard let status = RequestStatus(rawValue: value) else { throw WireError(.badValue, "status \(value) is unknown") }
         return status
     }
-}
-
-/// A group parameter. A member longer than a parameter can be makes the
-/// whole message too long, which `ControlMessage.encode` refuses, so nothing
-/// truncated ever reaches the wire.
-func group(_ id: UInt16, _ members: [Parameter]) -> Parameter {
-    var data: [UInt8] = []
-    data.reserveCapacity(members.reduce(0) { $0 + $1.encodedLength })
-    for member in members {
-        data.appendBigEndian(UInt16(truncatingIfNeeded: member.encodedLength))
-        data.appendBigEndian(member.id)
-        data.append(contentsOf: member.data)
-    }
-    return Parameter(id: id, data: data)
 }

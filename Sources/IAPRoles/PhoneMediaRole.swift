@@ -124,9 +124,14 @@ public struct PhoneMediaRole: Sendable {
         if info.state != .playing { info.playbackRate = 0 }
         // The head unit shows the app's name whatever is playing.
         if info.appName == nil { info.appName = appName }
-        for text in [\NowPlayingInfo.title, \.artist, \.albumTitle, \.genre, \.releaseDate, \.appName] {
-            info[keyPath: text] = info[keyPath: text].map(Self.cut)
-        }
+        // Field by field, not through a list of key paths: this runs after
+        // every input, and the list cost an allocation and key-path calls each time.
+        info.title = info.title.map(Self.cut)
+        info.artist = info.artist.map(Self.cut)
+        info.albumTitle = info.albumTitle.map(Self.cut)
+        info.genre = info.genre.map(Self.cut)
+        info.releaseDate = info.releaseDate.map(Self.cut)
+        info.appName = info.appName.map(Self.cut)
         nowPlaying = info
         nowPlayingAt = now
         guard var current = connection, current.subscribed else { return [] }
@@ -273,7 +278,7 @@ public struct PhoneMediaRole: Sendable {
                                                               error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.maximumTabs)")))]
             }
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: 0, items: items, sections: sections)
-            if (try? MediaMessage.browseResponse(response).controlMessage.encoded()) == nil {
+            if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
                 response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the tabs do not fit in one message")
             }
             return [.send(.browseResponse(response))]
@@ -285,7 +290,7 @@ public struct PhoneMediaRole: Sendable {
             let page = Array(items.prefix(count))
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
                                           items: page, sections: sections)
-            if (try? MediaMessage.browseResponse(response).controlMessage.encoded()) == nil {
+            if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
                 response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
             }
             return [.send(.browseResponse(response))]
@@ -294,7 +299,7 @@ public struct PhoneMediaRole: Sendable {
         case (.queue(let offset, let count), .queue(let items, let total, let currentIndex)):
             var response = QueueResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
                                          currentIndex: UInt32(clamping: currentIndex), items: Array(items.prefix(count)))
-            if (try? MediaMessage.queueResponse(response).controlMessage.encoded()) == nil {
+            if MediaMessage.queueResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
                 response = QueueResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
             }
             return [.send(.queueResponse(response))]

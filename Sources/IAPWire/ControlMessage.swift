@@ -3,20 +3,38 @@
 /// ```
 /// 40 40 | length (2, includes this 6-byte header) | message id (2) | parameters
 /// ```
+///
+/// The parameters are kept as their wire bytes (`ParameterList`): a decoded
+/// message holds one buffer, and each parameter read from it is a view into
+/// that buffer, not an array of its own.
 public struct ControlMessage: Hashable, Sendable {
     public static let startOfMessage: (UInt8, UInt8) = (0x40, 0x40)
     public static let headerLength = 6
     public static let maximumLength = 0xFFFF
 
     public var id: UInt16
-    public var parameters: [Parameter]
+    public var parameters: ParameterList
 
-    public init(id: UInt16, parameters: [Parameter] = []) {
+    public init(id: UInt16, parameters: ParameterList = ParameterList()) {
         self.id = id
         self.parameters = parameters
     }
 
-    public var encodedLength: Int { Self.headerLength + parameters.reduce(0) { $0 + $1.encodedLength } }
+    public init(id: UInt16, parameters: [Parameter]) {
+        self.init(id: id, parameters: ParameterList(parameters))
+    }
+
+    /// A message whose parameters `write` appends in place (with the typed
+    /// appends of `ParameterList`) to a list with room for `capacity` bytes:
+    /// one buffer for the whole message when `capacity` is enough.
+    public init(id: UInt16, capacity: Int, _ write: (inout ParameterList) -> Void) {
+        var parameters = ParameterList()
+        parameters.reserveCapacity(bytes: capacity)
+        write(&parameters)
+        self.init(id: id, parameters: parameters)
+    }
+
+    public var encodedLength: Int { Self.headerLength + parameters.encodedLength }
 
     public func encode(into buffer: inout [UInt8]) throws(WireError) {
         let length = encodedLength
@@ -27,7 +45,8 @@ public struct ControlMessage: Hashable, Sendable {
         buffer.append(0x40)
         buffer.appendBigEndian(UInt16(length))
         buffer.appendBigEndian(id)
-        for parameter in parameters { try parameter.encode(into: &buffer) }
+        // Within the maximum, the list's bytes are exactly its wire form.
+        buffer.append(contentsOf: parameters.bytes)
     }
 
     public func encoded() throws(WireError) -> [UInt8] {
@@ -39,7 +58,8 @@ public struct ControlMessage: Hashable, Sendable {
     }
 
     /// Decodes one message that fills `bytes` exactly. Groups are kept as raw
-    /// parameter data; read them with `Parameter.group()`.
+    /// parameter data; read them with `Parameter.group()`. The parameters are
+    /// views into `bytes` (an array is not copied).
     public init(decoding bytes: some Collection<UInt8>) throws(WireError) {
         let bytes = (bytes as? [UInt8]) ?? Array(bytes)
         guard bytes.count >= Self.headerLength else {
@@ -56,7 +76,7 @@ public struct ControlMessage: Hashable, Sendable {
             throw WireError(length > bytes.count ? .truncated : .badLength, "message length field says \(length) bytes, have \(bytes.count)")
         }
         let id = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
-        self.init(id: id, parameters: try Parameter.list(decoding: bytes[Self.headerLength...]))
+        self.init(id: id, parameters: try ParameterList(validating: bytes, in: Self.headerLength..<bytes.count))
     }
 
     /// The first parameter with this id.
@@ -73,54 +93,70 @@ public struct Parameter: Hashable, Sendable {
     public static let defaultMaximumDepth = 8
 
     public var id: UInt16
-    public var data: [UInt8]
+    /// The buffer the data is in (a decoded message's, or its own) and where.
+    @usableFromInline var storage: [UInt8]
+    @usableFromInline var range: Range<Int>
 
     public init(id: UInt16, data: [UInt8] = []) {
-        self.id = id
-        self.data = data
+        self.init(id: id, storage: data, range: data.indices)
     }
 
-    public var encodedLength: Int { Self.headerLength + data.count }
+    public init(id: UInt16, bytes: ArraySlice<UInt8>) {
+        self.init(id: id, data: Array(bytes))
+    }
+
+    @usableFromInline
+    init(id: UInt16, storage: [UInt8], range: Range<Int>) {
+        self.id = id
+        self.storage = storage
+        self.range = range
+    }
+
+    /// The data as a view into the bytes it was read from: no copy.
+    public var bytes: ArraySlice<UInt8> {
+        @inlinable get { storage[range] }
+        set { data = Array(newValue) }
+    }
+
+    /// The data as an array indexed from 0 (a copy, unless the parameter
+    /// has its data in an array of its own).
+    public var data: [UInt8] {
+        get { range == storage.indices ? storage : Array(storage[range]) }
+        set {
+            storage = newValue
+            range = newValue.indices
+        }
+    }
+
+    public static func == (lhs: Parameter, rhs: Parameter) -> Bool { lhs.id == rhs.id && lhs.bytes == rhs.bytes }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(bytes)
+    }
+
+    public var encodedLength: Int { Self.headerLength + bytes.count }
 
     public func encode(into buffer: inout [UInt8]) throws(WireError) {
-        guard encodedLength <= 0xFFFF else {
-            throw WireError(.tooLarge, "parameter \(id) would be \(encodedLength) bytes, over the 65535-byte maximum")
-        }
+        guard encodedLength <= 0xFFFF else { throw tooLarge }
         buffer.appendBigEndian(UInt16(encodedLength))
         buffer.appendBigEndian(id)
-        buffer.append(contentsOf: data)
+        buffer.append(contentsOf: bytes)
+    }
+
+    var tooLarge: WireError {
+        WireError(.tooLarge, "parameter \(id) would be \(encodedLength) bytes, over the 65535-byte maximum")
     }
 
     /// Parses a parameter list that must fill `bytes` exactly.
     public static func list(decoding bytes: some Collection<UInt8>) throws(WireError) -> [Parameter] {
-        // An array or a slice of one is read in place, not copied first.
-        let bytes = (bytes as? ArraySlice<UInt8>) ?? ((bytes as? [UInt8]).map { $0[...] } ?? ArraySlice(bytes))
-        var result: [Parameter] = []
-        var index = bytes.startIndex
-        let end = bytes.endIndex
-        while index < end {
-            let offset = index - bytes.startIndex
-            guard end - index >= headerLength else {
-                throw WireError(.truncated, "\(end - index) stray bytes after the last parameter at offset \(offset)")
-            }
-            let length = Int(bytes[index]) << 8 | Int(bytes[index + 1])
-            let id = UInt16(bytes[index + 2]) << 8 | UInt16(bytes[index + 3])
-            guard length >= headerLength else {
-                throw WireError(.badLength, "parameter \(id) at offset \(offset) has length \(length), shorter than its header")
-            }
-            guard length <= end - index else {
-                throw WireError(.truncated, "parameter \(id) at offset \(offset) claims \(length) bytes, only \(end - index) remain")
-            }
-            result.append(Parameter(id: id, data: Array(bytes[index + headerLength..<index + length])))
-            index += length
-        }
-        return result
+        Array(try ParameterList(validating: bytes))
     }
 
     /// True when `bytes` is exactly a well-formed parameter list (used to
     /// recognise groups that the catalog does not describe).
     public static func isParameterList(_ bytes: some Collection<UInt8>) -> Bool {
-        (try? list(decoding: bytes)) != nil
+        (try? ParameterList(validating: bytes)) != nil
     }
 }
 
@@ -149,40 +185,45 @@ extension Parameter {
         for parameter in parameters { try parameter.encode(into: &data) }
         return Parameter(id: id, data: data)
     }
+    /// A group of `members`, which share their bytes with it.
+    public static func group(_ id: UInt16, _ members: ParameterList) throws(WireError) -> Parameter {
+        if let oversized = members.first(where: { $0.encodedLength > 0xFFFF }) { throw oversized.tooLarge }
+        return members.group(id)
+    }
 
     /// The data as a big-endian unsigned integer of exactly `T`'s width.
+    /// Inlinable, so that it is specialised for each width where it is called.
+    @inlinable
     public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(WireError) -> T {
-        guard data.count == T.bitWidth / 8 else {
-            throw WireError(.badLength, "parameter \(id) has \(data.count) bytes, a \(T.self) needs \(T.bitWidth / 8)")
+        guard bytes.count == T.bitWidth / 8 else {
+            throw WireError(.badLength, "parameter \(id) has \(bytes.count) bytes, a \(T.self) needs \(T.bitWidth / 8)")
         }
         var value: T = 0
-        for byte in data { value = value << 8 | T(truncatingIfNeeded: byte) }
+        for byte in bytes { value = value << 8 | T(truncatingIfNeeded: byte) }
         return value
     }
 
     public func bool() throws(WireError) -> Bool {
-        guard data.count == 1 else { throw WireError(.badLength, "parameter \(id) has \(data.count) bytes, a bool needs 1") }
-        guard data[0] <= 1 else { throw WireError(.badValue, "parameter \(id) holds \(data[0]), a bool is 0 or 1") }
-        return data[0] == 1
+        guard bytes.count == 1, let value = bytes.first else { throw WireError(.badLength, "parameter \(id) has \(bytes.count) bytes, a bool needs 1") }
+        guard value <= 1 else { throw WireError(.badValue, "parameter \(id) holds \(value), a bool is 0 or 1") }
+        return value == 1
     }
 
     /// A NUL-terminated UTF-8 string. The NUL is required; bytes after it and
     /// invalid UTF-8 are errors.
     public func string() throws(WireError) -> String {
-        guard let nul = data.firstIndex(of: 0) else {
+        guard let nul = bytes.firstIndex(of: 0) else {
             throw WireError(.badValue, "parameter \(id) is not NUL-terminated")
         }
-        guard nul == data.count - 1 else {
-            throw WireError(.badValue, "parameter \(id) has \(data.count - 1 - nul) bytes after its NUL terminator")
+        guard nul == bytes.endIndex - 1 else {
+            throw WireError(.badValue, "parameter \(id) has \(bytes.endIndex - 1 - nul) bytes after its NUL terminator")
         }
-        guard let string = String(validating: data[..<nul], as: UTF8.self) else {
+        guard let string = String(validating: bytes[..<nul], as: UTF8.self) else {
             throw WireError(.badValue, "parameter \(id) is not valid UTF-8")
         }
         return string
     }
 
-    /// The data as a nested parameter list.
-    public func group() throws(WireError) -> [Parameter] {
-        try Parameter.list(decoding: data)
-    }
+    /// The data as a nested parameter list: views into the same bytes.
+    public func group() throws(WireError) -> ParameterList { try ParameterList(validating: storage, in: range) }
 }

@@ -147,7 +147,11 @@ public struct ControlMessageDecoder: Sendable {
                         }
                         let body = buffer[start + ControlMessage.headerLength..<start + length]
                         do {
-                            let parameters = try Parameter.list(decoding: body)
+                            // Checked in place, then given a buffer of its own (one
+                            // allocation): views into the stream's buffer would keep
+                            // it alive and make it copy itself on the next append.
+                            _ = try ParameterList(validating: buffer, in: body.indices)
+                            let parameters = ParameterList(wellFormed: Array(body))
                             start += length
                             return .message(ControlMessage(id: id, parameters: parameters), offset: absolute)
                         } catch {

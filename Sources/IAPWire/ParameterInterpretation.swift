@@ -29,7 +29,7 @@ extension MessageCatalog {
         interpret(message.parameters, specs: self.message(message.id)?.parameters, depth: 1, maximumDepth: maximumDepth)
     }
 
-    static func interpret(_ parameters: [Parameter], specs: [ParameterSpec]?, depth: Int, maximumDepth: Int) -> [InterpretedParameter] {
+    static func interpret(_ parameters: ParameterList, specs: [ParameterSpec]?, depth: Int, maximumDepth: Int) -> [InterpretedParameter] {
         parameters.map { parameter in
             let spec = specs?.first { $0.id == parameter.id }
             return interpret(parameter, spec: spec, depth: depth, maximumDepth: maximumDepth)

@@ -172,7 +172,9 @@ import IAPWire
         #expect(noDescriptor?.detail == "StartHID is missing HIDReportDescriptor (parameter 4)")
 
         start = remote.startHID
-        start.parameters[1] = Parameter(id: ParameterID.StartHID.vendorIdentifier, data: [0x12])
+        start.parameters = ParameterList(start.parameters.map {
+            $0.id == ParameterID.StartHID.vendorIdentifier ? Parameter(id: ParameterID.StartHID.vendorIdentifier, data: [0x12]) : $0
+        })
         let shortVendor = failure { _ = try StartHIDMessage(start) }
         #expect(shortVendor?.kind == .badLength)
         #expect(shortVendor?.detail.contains("VendorIdentifier (parameter 1) has 1 bytes") == true)

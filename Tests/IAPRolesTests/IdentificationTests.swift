@@ -52,10 +52,10 @@ import IAPWire
         typealias Information = ParameterID.IdentificationInformation
         var message = AccessoryIdentity.devKitHeadUnit.message
         message.parameters.removeAll { $0.id == Information.manufacturer || $0.id == Information.supportedLanguage }
-        message.parameters = message.parameters.map {  // current: 1 byte
+        message.parameters = ParameterList(message.parameters.map {  // current: 1 byte
             $0.id == Information.maximumCurrentDrawnFromDevice ? Parameter(id: Information.maximumCurrentDrawnFromDevice, data: [1]) : $0
-        }
-        message.parameters = message.parameters.map { $0.id == Information.name ? Parameter(id: Information.name, data: Array("no nul".utf8)) : $0 }
+        })
+        message.parameters = ParameterList(message.parameters.map { $0.id == Information.name ? Parameter(id: Information.name, data: Array("no nul".utf8)) : $0 })
         guard case .failure(let problems) = AccessoryIdentity.validate(message) else {
             Issue.record("a broken identification was accepted")
             return

@@ -36,7 +36,7 @@ import Testing
         ])
         let decoded = try ControlMessage(decoding: try message.encoded())
         #expect(decoded == message)
-        let media = try decoded.parameter(0)!.group()
+        let media = Array(try decoded.parameter(0)!.group())
         #expect(try media[0].integer(as: UInt64.self) == 0x0102_0304_0506_0708)
         #expect(try media[1].string() == "Title ✓")
         #expect(try media[3].bool())
