@@ -255,7 +255,7 @@ public final class LinkDriver: Sendable {
     /// Turns what the link end asked for into effects, under the lock, in
     /// the order the link end made them: the packets of one input as one
     /// write when the transport takes coalesced writes, consecutive
-    /// deliveries on one session as one event.
+    /// deliveries on the control session as one event.
     private func apply(_ actions: [LinkAction], _ state: inout State) {
         let first = state.outbox.endIndex
         var writing: [UInt8] = []
@@ -277,7 +277,9 @@ public final class LinkDriver: Sendable {
                     writing += bytes
                 }
             case .deliver(let session, let bytes):
-                if delivering?.session == session {
+                // Only a byte stream: file-transfer and external-accessory
+                // sessions carry datagrams whose boundaries the reader needs.
+                if delivering?.session == session, state.link.negotiated?.session(session)?.type == .control {
                     delivering!.bytes += bytes
                 } else {
                     deliver()

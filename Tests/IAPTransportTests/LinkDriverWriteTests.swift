@@ -23,6 +23,36 @@ private final class RecordingTransport: Transport {
     func close() { inner.close() }
 }
 
+/// A transport that can hold writes back and then pass them on as one, so
+/// that the peer reads several packets at once.
+private final class HoldingTransport: Transport {
+    let inner: LoopbackTransport
+    private let held = Locked<[UInt8]?>(nil)
+    var name: String { inner.name }
+
+    init(_ inner: LoopbackTransport) { self.inner = inner }
+
+    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) { try inner.start(handler) }
+    func write(_ bytes: [UInt8]) {
+        let passOn = held.withLock { held -> Bool in
+            guard held != nil else { return true }
+            held! += bytes
+            return false
+        }
+        if passOn { inner.write(bytes) }
+    }
+    func close() { inner.close() }
+
+    func hold() { held.withLock { $0 = [] } }
+    func release() {
+        let bytes = held.withLock { held -> [UInt8] in
+            defer { held = nil }
+            return held ?? []
+        }
+        if !bytes.isEmpty { inner.write(bytes) }
+    }
+}
+
 /// Reads events without handing anything back until told to.
 private final class SlowReader: Sendable {
     let delivered = Locked(0)
@@ -80,6 +110,31 @@ private final class SlowReader: Sendable {
         var packets = 0
         while let event = decoder.next() { if case .packet = event { packets += 1 } }
         #expect(packets == 5, "the send's first write held \(packets) packets (\(first.count) bytes)")
+    }
+
+    /// Bytes on the control session may go up joined; datagrams (file
+    /// transfer, external accessory) arrive one event each, even when one
+    /// read brought several.
+    @Test func datagramsArriveOneEventEach() async throws {
+        let (a, d) = LoopbackTransport.pair()
+        let holding = HoldingTransport(a)
+        let accessory = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: holding)
+        let device = LinkDriver(configuration: LinkConfiguration(role: .device), transport: d)
+        let deviceEvents = EventCollector(device)
+        let accessoryEvents = EventCollector(accessory)
+        try device.start()
+        try accessory.start()
+        _ = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
+        let datagrams: [[UInt8]] = (1...5).map { [UInt8](repeating: UInt8($0), count: 10 * $0) }
+        // All five packets reach the device in one read.
+        holding.hold()
+        for datagram in datagrams { try await accessory.send(datagram, session: 2) }
+        holding.release()
+        let events = await deviceEvents.wait { received($0, session: 2).count >= datagrams.joined().count }
+        let delivered = events.compactMap { event -> [UInt8]? in if case .data(2, let bytes) = event { bytes } else { nil } }
+        #expect(delivered == datagrams)
+        await accessory.close()
+        await device.close()
     }
 
     /// A packet transport (USB) gets exactly one link packet per write.
