@@ -79,18 +79,31 @@ private final class SlowReader: Sendable {
 }
 
 @Suite(.serialized) struct LinkDriverWriteTests {
+    /// An accessory over `accessorySide` and a device over `deviceSide`,
+    /// started and with the link up; the device's events collected.
+    private func connected(over accessorySide: Transport, and deviceSide: Transport) async
+        -> (accessory: LinkDriver, device: LinkDriver, deviceEvents: EventCollector) {
+        let accessory = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: accessorySide)
+        let device = LinkDriver(configuration: LinkConfiguration(role: .device), transport: deviceSide)
+        let deviceEvents = EventCollector(device)
+        let accessoryEvents = EventCollector(accessory)
+        do {
+            try device.start()
+            try accessory.start()
+        } catch {
+            Issue.record("a loopback end did not start: \(error)")
+        }
+        let events = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
+        if !events.contains(where: isUpEvent) { Issue.record("the link did not come up: \(events)") }
+        return (accessory, device, deviceEvents)
+    }
+
     /// Brings a link up over a loopback whose accessory side records its
     /// writes, then sends 20,000 bytes in one call (five 4 KiB packets).
     private func sendOverRecordedLink(coalesced: Bool) async throws -> (writes: [[UInt8]], delivered: [UInt8]) {
         let (a, d) = LoopbackTransport.pair()
         let recorded = RecordingTransport(a, coalesced: coalesced)
-        let accessory = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: recorded)
-        let device = LinkDriver(configuration: LinkConfiguration(role: .device), transport: d)
-        let deviceEvents = EventCollector(device)
-        let accessoryEvents = EventCollector(accessory)
-        try device.start()
-        try accessory.start()
-        _ = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
+        let (accessory, device, deviceEvents) = await connected(over: recorded, and: d)
         let before = recorded.writes.withLock { $0.count }
         let payload = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         try await accessory.send(payload, session: 1)
@@ -118,13 +131,7 @@ private final class SlowReader: Sendable {
     @Test func datagramsArriveOneEventEach() async throws {
         let (a, d) = LoopbackTransport.pair()
         let holding = HoldingTransport(a)
-        let accessory = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: holding)
-        let device = LinkDriver(configuration: LinkConfiguration(role: .device), transport: d)
-        let deviceEvents = EventCollector(device)
-        let accessoryEvents = EventCollector(accessory)
-        try device.start()
-        try accessory.start()
-        _ = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
+        let (accessory, device, deviceEvents) = await connected(over: holding, and: d)
         let datagrams: [[UInt8]] = (1...5).map { [UInt8](repeating: UInt8($0), count: 10 * $0) }
         // All five packets reach the device in one read.
         holding.hold()
