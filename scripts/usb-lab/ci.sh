@@ -29,21 +29,42 @@ echo "== USB lab: building iapctl for release (for throughput.sh)"
 (cd "$root" && swift build -c release --product iapctl 2>&1 | tail -n 1) || { echo "USB lab: the release build failed" >&2; exit 1; }
 
 status=0
-# Each entry: the scenario and its arguments.
+# Runs one scenario in a fresh guest; prints its PASS/FAIL lines and, when it
+# fails, the end of its output. Returns run-in-guest.sh's exit status.
+run_scenario() {
+    local scenario=$1; shift
+    "$here/run-in-guest.sh" "$here/$scenario" 300 "$@" > "$prepare_log.run" 2>&1
+    local rc=$?
+    grep -E '^(PASS|FAIL|[0-9]+ passed|iapctl:|size +raw)|^[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x|cycles per second' "$prepare_log.run"
+    case $rc in
+        0) ;;
+        125) tail -n 20 "$prepare_log.run" >&2 ;;
+        124) tail -n 40 "$prepare_log.run" >&2; echo "USB lab: $scenario ran out of time" >&2 ;;
+        *) tail -n 60 "$prepare_log.run" >&2; echo "USB lab: $scenario failed (exit $rc)" >&2 ;;
+    esac
+    return $rc
+}
+# Each entry: the scenario and its arguments. The guest runs under software
+# emulation on a shared machine: a scenario that fails gets one more run in a
+# fresh guest, and both outcomes are printed (a fault fails twice).
 for entry in "usb-session.sh" "role-swap.sh phone-restart" "plug-cycles.sh" "hotplug.sh" "supervise.sh" "throughput.sh"; do
     read -r scenario args <<< "$entry"
     echo "== USB lab: $entry"
     # shellcheck disable=SC2086 # the arguments are words on purpose
-    "$here/run-in-guest.sh" "$here/$scenario" 300 $args > "$prepare_log.run" 2>&1
+    run_scenario "$scenario" $args
     rc=$?
-    grep -E '^(PASS|FAIL|[0-9]+ passed|iapctl:|size +raw)|^[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x|cycles per second' "$prepare_log.run"
-    case $rc in
-        0) ;;
-        125) tail -n 20 "$prepare_log.run" >&2
-             skip "qemu could not run the guest here (run-in-guest.sh exit 125, its output above)" ;;
-        124) tail -n 40 "$prepare_log.run" >&2; echo "USB lab: $scenario ran out of time" >&2; status=1 ;;
-        *) tail -n 60 "$prepare_log.run" >&2; echo "USB lab: $scenario failed (exit $rc)" >&2; status=1 ;;
-    esac
+    [ "$rc" -eq 125 ] && skip "qemu could not run the guest here (run-in-guest.sh exit 125, its output above)"
+    if [ "$rc" -ne 0 ]; then
+        echo "== USB lab: $entry failed (above); running it once more in a fresh guest"
+        # shellcheck disable=SC2086
+        run_scenario "$scenario" $args
+        rc=$?
+        if [ "$rc" -eq 0 ]; then
+            echo "USB lab: $entry passed on its second run; the first run's failure is printed above" >&2
+        else
+            status=1
+        fi
+    fi
 done
 rm -f "$prepare_log" "$prepare_log.run"
 exit $status

@@ -59,6 +59,15 @@ logged() { grep -q -- "$1" "$log"; }
 
 check "the gadget enumerates on the host side" within 100 present
 check "connection #1" within 100 logged 'phone #1: connected$'
+# Without the gadget process nothing below can pass: say why and stop.
+if ! kill -0 "$gadget_pid" 2>/dev/null; then
+    wait "$gadget_pid"; status=$?
+    failed=$((failed + 1)); echo "FAIL: the gadget process is running (it exited with status $status before connection #1)"
+    echo "== gadget log"; cat "$log"
+    echo "== kernel (last lines)"; dmesg | tail -n 15
+    kill "$monitor_pid" 2>/dev/null
+    lab_finish
+fi
 # Open files and threads of the gadget process while connected: the same
 # after N cycles, or something leaks per connection.
 resources() { echo "$(ls /proc/"$gadget_pid"/fd | wc -l) fds, $(ls /proc/"$gadget_pid"/task | wc -l) threads"; }
