@@ -19,8 +19,10 @@ public enum TransportEvent: Sendable {
 /// A transport reads on its own thread (or its own callbacks) and never
 /// blocks the caller's: `write` queues and returns.
 public protocol Transport: AnyObject, Sendable {
-    /// Starts reading; every event goes to `handler`, from the transport's
-    /// own thread, in order. Called once.
+    /// Starts reading; every event goes to `handler`, one call at a time
+    /// and in order, from the transport's own thread (the in-memory
+    /// loopback calls it on the writing end's thread, inside `write`).
+    /// Called once.
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError)
     /// Sends bytes, whole and in order.
     func write(_ bytes: [UInt8])
