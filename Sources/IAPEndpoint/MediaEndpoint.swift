@@ -47,13 +47,22 @@ public struct EndpointAuthentication: Sendable {
 
 /// One link end over a real transport with the session on top, in real
 /// time: a thin driver of the connection core (`IAPSession.Connection`).
-/// Everything that happens (link events, the edge's answers, the app's
-/// loads, the core's deadlines, actions from other tasks) is serialised
-/// through one stream and handled in order by `run`, so the core is only
-/// ever touched from one task.
 ///
-/// `@unchecked Sendable`: the mutable state below is touched only from
-/// `run` (one task at a time); other tasks only yield into `feed`.
+/// Everything that happens (link events, the edge's answers, the app's
+/// loads, the core's deadlines, actions from other tasks) is an input,
+/// handled in order and one at a time on the thread that brings it: the
+/// transport's reader for bytes, the timer for deadlines, the caller for
+/// actions. Whoever finds the endpoint idle handles its input and any that
+/// arrive meanwhile; others leave theirs in the inbox and return. So a
+/// received message is answered on the thread that read it, with no hand-off
+/// between the link end and the core, and nothing ever waits: a send the
+/// link's queue has no room for waits in a backlog until the link says the
+/// session is writable (and the bytes received meanwhile are not handed
+/// back, so a peer that does not read holds itself back).
+///
+/// `@unchecked Sendable`: the mutable state below (not `inbox`) is touched
+/// only by the thread handling inputs, one at a time (see `submit`); other
+/// threads only add to the inbox, under its lock.
 public final class MediaEndpoint: @unchecked Sendable {
     public enum Input: Sendable {
         case link(LinkDriverEvent)
@@ -69,12 +78,21 @@ public final class MediaEndpoint: @unchecked Sendable {
 
     public let kind: EndKind
     public let driver: LinkDriver
-    public let inputs: AsyncStream<Input>
-    private let feed: AsyncStream<Input>.Continuation
     private let logger: Logger
     private let authentication: EndpointAuthentication
 
-    // Touched only from `run`.
+    /// Inputs not yet handled, and whether a thread is handling them.
+    private struct Inbox {
+        var pending: [Input] = []
+        var handling = false
+        /// The endpoint has stopped (transport closed, or `stopWhen`): inputs are dropped.
+        var ended = false
+        /// Callers of `run`, resumed when the endpoint stops.
+        var runners: [CheckedContinuation<Void, Never>] = []
+    }
+    private let inbox = Mutex(Inbox())
+
+    // Touched only by the thread handling inputs.
     public private(set) var connection: Connection
     public private(set) var everUp = false
     /// Why the link last went down or the transport closed, in words for
@@ -87,8 +105,13 @@ public final class MediaEndpoint: @unchecked Sendable {
     public let app: (any MediaApp)?
     /// Messages from outside that came before the first link up.
     private var heldOutgoing: [ControlMessage] = []
-    private var timer: Task<Void, Never>?
-    private var timerDeadline: LinkInstant?
+    /// Sends the link's queue had no room for, per session, oldest first.
+    private var backlog: [UInt8: [[UInt8]]] = [:]
+    /// Bytes received and handled while a backlog waited, not yet handed
+    /// back to the driver.
+    private var unconsumed = 0
+    /// Fires at the core's next deadline (or earlier: a tick does only what is due).
+    private let timer = DeadlineTimer(label: "iap.endpoint.timer")
     /// Called for every message no role consumed (ping answers).
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
     private let observers = Mutex<[@Sendable (Connection.Event, Connection) -> Void]>([])
@@ -109,13 +132,11 @@ public final class MediaEndpoint: @unchecked Sendable {
         self.logger = logger
         self.app = app
         self.authentication = authentication
-        let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        (self.inputs, self.feed) = (inputs, feed)
-        // Link events go straight into the inputs; the transport closing is
-        // the last of them.
+        // The driver is made before this endpoint exists; its events reach
+        // the endpoint through a reference set below, before `start`.
+        let reference = EndpointReference()
         driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport) { event in
-            feed.yield(.link(event))
-            if case .transportClosed = event { feed.finish() }
+            reference.endpoint?.submit(.link(event))
         }
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
                                    offersContent: kind == .phone && app?.offersContent == true)
@@ -123,7 +144,11 @@ public final class MediaEndpoint: @unchecked Sendable {
         if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication.policy),
                                 phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
+        reference.endpoint = self
+        timer.start { reference.endpoint?.submit(.tick) }
     }
+
+    deinit { timer.cancel() }
 
     public var headUnit: HeadUnitMediaRole { connection.headUnit }
     public var nowPlayingUpdates: Int { connection.headUnit.nowPlaying.updates }
@@ -135,15 +160,16 @@ public final class MediaEndpoint: @unchecked Sendable {
 
     /// Runs the core's timers and `stopWhen` now, for a caller waiting on
     /// a condition while the peer is silent.
-    public func wake() { feed.yield(.tick) }
+    public func wake() { submit(.tick) }
 
     /// Sends a message on the control session from another task (the ping
     /// loop); it goes out in order with everything else.
-    public func sendFromOutside(_ message: ControlMessage) { feed.yield(.outgoing(message)) }
+    public func sendFromOutside(_ message: ControlMessage) { submit(.outgoing(message)) }
 
-    /// Calls `observer` for every event of the core from now on, on the task
-    /// running the endpoint, with the core as it is after the event (a
-    /// head unit's screen, its shell, the library's waiting calls).
+    /// Calls `observer` for every event of the core from now on, with the
+    /// core as it is after the event (a head unit's screen, its shell, the
+    /// library's waiting calls): on the thread handling the input that
+    /// caused it, one call at a time, in order. It must not wait.
     public func observe(_ observer: @escaping @Sendable (Connection.Event, Connection) -> Void) {
         observers.withLock { $0.append(observer) }
     }
@@ -152,61 +178,104 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// new now-playing): the action runs in order with every other input,
     /// and what it outputs is carried out. Its effects show as events.
     public func withConnection(_ action: @escaping @Sendable (inout Connection, LinkInstant) -> [Connection.Output]) {
-        feed.yield(.action(action))
+        submit(.action(action))
     }
 
-    /// Handles inputs until the link's events end or `stopWhen` says so.
+    /// Returns once the endpoint has stopped: the transport closed (the
+    /// link's last events handled), or `stopWhen` said so after an input.
+    /// Inputs are handled whether or not anyone waits here; after the stop
+    /// they are dropped.
     public func run() async {
-        defer { timer?.cancel() }
-        for await input in inputs {
-            await handle(input)
-            if stopWhen?(self) == true { return }
+        await withCheckedContinuation { (runner: CheckedContinuation<Void, Never>) in
+            let stopped = inbox.withLock { inbox -> Bool in
+                if inbox.ended { return true }
+                inbox.runners.append(runner)
+                return false
+            }
+            if stopped { runner.resume() }
         }
+    }
+
+    /// Handles `input` now on this thread, with whatever arrives meanwhile,
+    /// or leaves it for the thread already handling inputs.
+    private func submit(_ input: Input) {
+        var batch = inbox.withLock { inbox -> [Input] in
+            guard !inbox.ended else { return [] }
+            inbox.pending.append(input)
+            guard !inbox.handling else { return [] }
+            inbox.handling = true
+            defer { inbox.pending = [] }
+            return inbox.pending
+        }
+        while !batch.isEmpty {
+            for input in batch {
+                handle(input)
+                if case .link(.transportClosed) = input { return stop() }
+                if stopWhen?(self) == true { return stop() }
+            }
+            batch = inbox.withLock { inbox in
+                defer { inbox.pending = [] }
+                if inbox.pending.isEmpty { inbox.handling = false }
+                return inbox.pending
+            }
+        }
+    }
+
+    /// Drops what is left and lets `run` return; called by the handling thread.
+    private func stop() {
+        timer.cancel()
+        let runners = inbox.withLock { inbox in
+            inbox.ended = true
+            inbox.pending = []
+            defer { inbox.runners = [] }
+            return inbox.runners
+        }
+        for runner in runners { runner.resume() }
     }
 
     private func now() -> LinkInstant { MonotonicClock.now() }
 
-    private func handle(_ input: Input) async {
+    private func handle(_ input: Input) {
         let now = now()
         app?.setTime(now)
         switch input {
-        case .link(let event): await linkEvent(event, now: now)
-        case .authenticator(let answer): await perform(connection.authenticatorAnswered(answer, now: now))
-        case .verified(let answer): await perform(connection.verified(answer, now: now))
+        case .link(let event): linkEvent(event, now: now)
+        case .authenticator(let answer): perform(connection.authenticatorAnswered(answer, now: now))
+        case .verified(let answer): perform(connection.verified(answer, now: now))
         case .tick:
-            timerDeadline = nil
-            await perform(connection.tick(now: now))
+            perform(connection.tick(now: now))
         case .loaded(let token, let result, let readyAt):
-            await perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now))
+            perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now))
         case .action(let action):
-            await perform(action(&connection, now))
+            perform(action(&connection, now))
         case .outgoing(let message):
-            // A caller may see the driver up before this task has handled
+            // A caller may see the driver up before this endpoint has handled
             // link up: hold its messages (a bounded few) until then.
             if !everUp && heldOutgoing.count < 64 {
                 heldOutgoing.append(message)
             } else {
-                await perform(connection.send(message, now: now))
+                perform(connection.send(message, now: now))
             }
         }
-        armTimer(now: now)
+        timer.schedule(at: connection.nextDeadline)
     }
 
-    private func linkEvent(_ event: LinkDriverEvent, now: LinkInstant) async {
+    private func linkEvent(_ event: LinkDriverEvent, now: LinkInstant) {
         switch event {
         case .link(.up(let link)):
             everUp = true
             let delivery = link.zeroAck ? "zero-ACK" : "retransmit after \(link.retransmitTimeout), at most \(link.maximumRetransmissions) times"
             let sessions = link.sessions.map { "\($0.id) \($0.type.name)" }.joined(separator: ", ")
             logger.info("link up: sending up to \(link.sendWindow) packets of \(link.sendPacketLength) bytes, \(delivery); sessions \(sessions)")
-            await perform(connection.linkUp(link, now: now))
+            perform(connection.linkUp(link, now: now))
             let held = heldOutgoing
             heldOutgoing = []
-            for message in held { await perform(connection.send(message, now: now)) }
+            for message in held { perform(connection.send(message, now: now)) }
         case .link(.down(let reason)):
             logger.info("link down: \(reason)")
             endReason = "link down: \(reason)"
-            await perform(connection.linkDown(now: now))
+            dropBacklog(because: "the link went down")
+            perform(connection.linkDown(now: now))
         case .link(.failed(let failure)):
             logger.error("link failed: \(failure)")
         case .link(.restartScheduled(let delay)):
@@ -221,31 +290,29 @@ public final class MediaEndpoint: @unchecked Sendable {
             logger.warning("refused the peer's proposal: \(reasons.joined(separator: "; "))")
         case .link(.peerSleeping):
             logger.info("the peer is going to sleep")
-        case .link(.sessionWritable):
-            break
+        case .link(.sessionWritable(let session)):
+            sendBacklog(of: session)
         case .data(let session, let bytes):
-            // Handed back once handled: a reader that falls behind holds the peer back.
-            await perform(connection.received(session: session, bytes, now: now))
-            driver.consumed(bytes.count)
+            perform(connection.received(session: session, bytes, now: now))
+            // Handed back once handled, and once what it made is sent: a
+            // reader that falls behind holds the peer back.
+            if backlog.isEmpty { driver.consumed(bytes.count) } else { unconsumed += bytes.count }
         case .transportClosed(let reason):
             logger.info("transport closed: \(reason)")
             endReason = endReason ?? "transport closed: \(reason)"
-            await perform(connection.linkDown(now: now))
+            dropBacklog(because: "the transport closed")
+            perform(connection.linkDown(now: now))
         }
     }
 
     // MARK: Outputs
 
-    private func perform(_ outputs: [Connection.Output]) async {
+    private func perform(_ outputs: [Connection.Output]) {
         var pending = outputs[...]
         while let output = pending.popFirst() {
             switch output {
             case .send(let session, let bytes):
-                do {
-                    try await driver.send(bytes, session: session)
-                } catch {
-                    logger.error("cannot send \(bytes.count) bytes on session \(session): \(error)")
-                }
+                send(bytes, session: session)
             case .event(let event):
                 describe(event)
             case .authenticator(let request):
@@ -253,16 +320,14 @@ public final class MediaEndpoint: @unchecked Sendable {
                     pending += connection.authenticatorAnswered(.failed("this head unit has no authenticator"), now: now())
                     continue
                 }
-                let feed = self.feed
-                Task { feed.yield(.authenticator(await authenticator(request))) }
+                Task { [self] in submit(.authenticator(await authenticator(request))) }
             case .verify(let request):
                 guard let verifier = authentication.verifier else {
                     pending += connection.verified(request.isCertificate ? .certificateRejected("this phone has no verifier (use --auth off)")
                                                                          : .responseInvalid("this phone has no verifier"), now: now())
                     continue
                 }
-                let feed = self.feed
-                Task { feed.yield(.verified(await verifier(request))) }
+                Task { [self] in submit(.verified(await verifier(request))) }
             case .load(let token, let request):
                 guard let app else {
                     pending += connection.complete(token: token, with: .failed(.noSuchContent, "this phone serves no app"), at: now(), now: now())
@@ -271,15 +336,59 @@ public final class MediaEndpoint: @unchecked Sendable {
                 // In a task of its own: a slow app holds up nothing else.
                 // The delay an app states (the sample's simulated network)
                 // is kept by the core.
-                let (feed, started) = (self.feed, now())
-                Task {
+                let started = now()
+                Task { [self] in
                     let (result, delay) = await app.load(request, now: started)
-                    feed.yield(.loaded(token: token, result, readyAt: started + delay))
+                    submit(.loaded(token: token, result, readyAt: started + delay))
                 }
             case .pausePlayback:
                 app?.pause(at: now())
             }
         }
+    }
+
+    /// Sends now, or after what already waits for room on the session.
+    private func send(_ bytes: [UInt8], session: UInt8) {
+        if backlog[session] == nil {
+            do throws(LinkSendError) {
+                return try driver.sendNow(bytes, session: session)
+            } catch {
+                guard case .queueFull = error.kind else {
+                    return logger.error("cannot send \(bytes.count) bytes on session \(session): \(error)")
+                }
+            }
+        }
+        backlog[session, default: []].append(bytes)
+    }
+
+    /// Sends what waited for room on `session`, as far as there is room.
+    private func sendBacklog(of session: UInt8) {
+        guard let waiting = backlog[session] else { return }
+        var sent = 0
+        sending: for bytes in waiting {
+            do throws(LinkSendError) {
+                try driver.sendNow(bytes, session: session)
+            } catch {
+                if case .queueFull = error.kind { break sending }
+                logger.error("cannot send \(bytes.count) bytes on session \(session): \(error)")
+            }
+            sent += 1
+        }
+        backlog[session] = sent == waiting.count ? nil : Array(waiting[sent...])
+        if backlog.isEmpty { handBack() }
+    }
+
+    private func dropBacklog(because reason: String) {
+        let messages = backlog.values.reduce(0) { $0 + $1.count }
+        if messages > 0 { logger.warning("\(messages) messages not sent: \(reason) while they waited for room") }
+        backlog = [:]
+        handBack()
+    }
+
+    private func handBack() {
+        guard unconsumed > 0 else { return }
+        driver.consumed(unconsumed)
+        unconsumed = 0
     }
 
     private func describe(_ event: Connection.Event) {
@@ -296,21 +405,15 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .problem(let problem): logger.warning("problem: \(problem)")
         }
     }
+}
 
-    /// One timer, at the core's next deadline; no polling.
-    private func armTimer(now: LinkInstant) {
-        let deadline = connection.nextDeadline
-        guard deadline != timerDeadline else { return }
-        timer?.cancel()
-        timerDeadline = deadline
-        guard let deadline else { return }
-        let feed = self.feed
-        let delay = Duration.nanoseconds(max(0, deadline.nanoseconds - now.nanoseconds))
-        timer = Task {
-            try? await Task.sleep(for: delay)
-            if !Task.isCancelled { feed.yield(.tick) }
-        }
-    }
+/// How the driver's event handler, made before its endpoint exists, reaches
+/// it.
+///
+/// `@unchecked Sendable`: `endpoint` is set once, in the endpoint's
+/// initialiser, before the driver is started and so before any thread reads it.
+private final class EndpointReference: @unchecked Sendable {
+    weak var endpoint: MediaEndpoint?
 }
 
 extension VerificationRequest {

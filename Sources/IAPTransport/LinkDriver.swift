@@ -37,7 +37,7 @@ public final class LinkDriver: Sendable {
     private let report: @Sendable (LinkDriverEvent) -> Void
     private let endReports: @Sendable () -> Void
     /// Fires at the link end's next deadline; rearmed after every input.
-    private let timer = DeadlineTimer()
+    private let timer = DeadlineTimer(label: "iap.link.driver.timer")
     /// Bytes the reader handed back that the link end has not been told of.
     private let consumedPending = Atomic<Int>(0)
     /// Whether the link end holds packets until the reader hands bytes back.
@@ -117,17 +117,11 @@ public final class LinkDriver: Sendable {
     /// Sends bytes on a session, waiting while its queue is full.
     public func send(_ bytes: [UInt8], session: UInt8) async throws(LinkSendError) {
         while true {
-            // Over a closed transport the link end is closed too, and says so.
-            var failure: LinkSendError?
-            withLink(evenWhenFinished: true) { state in
-                do throws(LinkSendError) {
-                    apply(try state.link.send(bytes, session: session, now: MonotonicClock.now()), &state)
-                } catch {
-                    failure = error
-                }
+            do throws(LinkSendError) {
+                return try sendNow(bytes, session: session)
+            } catch {
+                guard case .queueFull = error.kind else { throw error }
             }
-            guard let failure else { return }
-            guard case .queueFull = failure.kind else { throw failure }
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in
                     if state.finished || state.link.canSend(bytes.count, session: session) || !state.link.isUp { return true }
@@ -137,6 +131,22 @@ public final class LinkDriver: Sendable {
                 if ready { waiter.resume() }
             }
         }
+    }
+
+    /// Sends bytes on a session at once, or throws: `.queueFull` when the
+    /// session's queue has no room (a `.sessionWritable` event follows once
+    /// it has), and whatever else `LinkEnd.send` refuses. Never waits.
+    public func sendNow(_ bytes: [UInt8], session: UInt8) throws(LinkSendError) {
+        // Over a closed transport the link end is closed too, and says so.
+        var failure: LinkSendError?
+        withLink(evenWhenFinished: true) { state in
+            do throws(LinkSendError) {
+                apply(try state.link.send(bytes, session: session, now: MonotonicClock.now()), &state)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// The reader has handled `count` bytes of `.data` events. Without a
@@ -313,45 +323,4 @@ public final class LinkDriver: Sendable {
         state.waiters.removeAll()
         if !all.isEmpty { state.outbox.append(.resume(all)) }
     }
-}
-
-/// A timer that fires at a deadline, set from any thread.
-///
-/// Rearming costs a system call (libdispatch wakes its timer thread), and a
-/// link end's deadlines move on with every packet (retransmission, keep
-/// alive): the timer is only brought forward, never pushed back. Firing
-/// before the link end's deadline is harmless, since `tick` acts only on
-/// what is due, and each firing arms the timer at the deadline then.
-///
-/// `@unchecked Sendable`: Dispatch on Linux does not mark its timer source
-/// Sendable, but libdispatch makes `schedule` and `cancel` safe to call from
-/// any thread, and they are all this class does with it once `start` has
-/// run (in its owner's initialiser, before it is shared).
-private final class DeadlineTimer: @unchecked Sendable {
-    private let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "iap.link.driver.timer"))
-    private let armed = Mutex<LinkInstant?>(nil)
-
-    /// Sets what firing does and starts the timer, unscheduled.
-    func start(_ fire: @escaping @Sendable () -> Void) {
-        source.setEventHandler { [weak self] in
-            self?.armed.withLock { $0 = nil }
-            fire()
-        }
-        source.resume()
-    }
-
-    /// Fires at `deadline` or earlier; nil leaves an earlier firing armed.
-    func schedule(at deadline: LinkInstant?) {
-        guard let deadline else { return }
-        let rearm = armed.withLock { armed -> Bool in
-            if let current = armed, current <= deadline { return false }
-            armed = deadline
-            return true
-        }
-        guard rearm else { return }
-        let delay = max(0, deadline.nanoseconds - MonotonicClock.now().nanoseconds)
-        source.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(200))
-    }
-
-    func cancel() { source.cancel() }
 }
