@@ -97,6 +97,32 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
     }
 }
 
+extension EndpointTests {
+    /// Messages bigger together than the link's send queue (64 KiB) wait
+    /// in the endpoint's backlog until the link has room, and go out whole
+    /// and in order: nothing is dropped, nothing overtakes. The answers,
+    /// as big, take the responder's backlog the same way.
+    @Test func sendsTheLinkHasNoRoomForWaitAndGoInOrder() async throws {
+        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(2)), towardsFirst: WireFaults(delay: .milliseconds(2)))
+        let pinger = MediaEndpoint(kind: .pinger, transport: a, logger: .discarding("endpoint"))
+        let responder = MediaEndpoint(kind: .responder, transport: b, logger: .discarding("endpoint"))
+        let answers = Lines()
+        pinger.onMessage = { message in
+            if let sequence = DiagnosticPing.sequence(ofAnswer: message) {
+                answers.add("\(sequence) \(message.parameters.reduce(0) { $0 + $1.bytes.count })")
+            }
+        }
+        let count = 12
+        pinger.stopWhen = { _ in answers.all.count == count }
+        for sequence in 1...count { pinger.sendFromOutside(DiagnosticPing.request(sequence: UInt32(sequence), size: 30_000)) }
+        let size = DiagnosticPing.request(sequence: 1, size: 30_000).parameters.reduce(0) { $0 + $1.bytes.count }
+        try responder.start()
+        try pinger.start()
+        await runUntilOneStops([pinger, responder], timeout: .seconds(20))
+        #expect(answers.all == (1...count).map { "\($0) \(size)" })
+    }
+}
+
 @Suite struct EndpointRestartTests {
     /// The head unit outlives the phone program at the other end (a USB
     /// gadget's host, say): when the phone resets the link and a new one
