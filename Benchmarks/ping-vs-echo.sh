@@ -8,6 +8,8 @@
 #
 #   Benchmarks/ping-vs-echo.sh [ROUNDS] [COUNT]      (defaults: 3 rounds, 1000 round trips each)
 #
+# A third column, for context: the same pings over TCP to `iapctl phone` in
+# another process (PORT, default 47311).
 # SIZES="64 16000 60000" chooses the payload sizes. Builds iapctl in release
 # into ../.build-bench (IAPCTL=path uses that binary instead) and tcp-echo in
 # this package's .build.
@@ -28,14 +30,22 @@ if [ -z "${IAPCTL:-}" ]; then
 fi
 ECHO="$BENCH_DIR/.build/release/tcp-echo"
 
+# For context, not a target: the same pings over TCP to a phone in another
+# process (`iapctl phone --transport tcp-listen:`), where every message
+# crosses threads and the kernel as the echo's does.
+PORT="${PORT:-47311}"
+"$IAPCTL" phone --quiet --transport "tcp-listen:127.0.0.1:$PORT" >/dev/null 2>&1 &
+PHONE_PID=$!
+
 echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 RESULTS="$(mktemp)"
-trap 'rm -f "$RESULTS"' EXIT
+trap 'rm -f "$RESULTS"; kill "$PHONE_PID" 2>/dev/null' EXIT
 for round in $(seq 1 "$ROUNDS"); do
     for size in $SIZES; do
         echo "round $round, $size B: tcp-echo, iapctl ping" >&2
         printf '%s echo %s\n' "$round" "$("$ECHO" "$size" "$COUNT")" >>"$RESULTS"
         printf '%s ping %s\n' "$round" "$("$IAPCTL" ping --quiet --json --size "$size" --count "$COUNT")" >>"$RESULTS"
+        printf '%s tcp %s\n' "$round" "$("$IAPCTL" ping --quiet --json --transport "tcp:127.0.0.1:$PORT" --size "$size" --count "$COUNT")" >>"$RESULTS"
     done
 done
 
@@ -48,7 +58,8 @@ for line in open(sys.argv[1]):
     if figures["received"] != figures["sent"]:
         sys.exit(f"{tool} lost {figures['sent'] - figures['received']} of {figures['sent']} round trips at {figures['size']} B")
     rows.setdefault((int(round_), figures["size"]), {})[tool] = figures["median_ms"]
-print(f"{'round':>5} {'size B':>7} {'echo ms':>9} {'ping ms':>9} {'ping/echo':>10}")
+print(f"{'round':>5} {'size B':>7} {'echo ms':>9} {'ping ms':>9} {'ping/echo':>10} {'tcp ms':>9} {'tcp/echo':>9}")
 for (round_, size), tools in sorted(rows.items()):
-    print(f"{round_:>5} {size:>7} {tools['echo']:>9.3f} {tools['ping']:>9.3f} {tools['ping'] / tools['echo']:>9.2f}x")
+    print(f"{round_:>5} {size:>7} {tools['echo']:>9.3f} {tools['ping']:>9.3f} {tools['ping'] / tools['echo']:>9.2f}x"
+          f" {tools['tcp']:>9.3f} {tools['tcp'] / tools['echo']:>8.2f}x")
 EOF

@@ -19,7 +19,7 @@ public struct LinkParameters: Hashable, Sendable {
     public var sessions: [LinkSessionDescriptor]
 
     public init(
-        maximumOutstandingPackets: Int = 8, maximumPacketLength: Int = 4096,
+        maximumOutstandingPackets: Int = 32, maximumPacketLength: Int = 4096,
         retransmitTimeout: Duration = .milliseconds(1000), cumulativeAckTimeout: Duration = .milliseconds(50),
         maximumRetransmissions: Int = 10, maximumCumulativeAcks: Int = 4, zeroAck: Bool = false,
         sessions: [LinkSessionDescriptor] = LinkParameters.standardSessions

@@ -118,6 +118,7 @@ func violations(_ events: [LinkEvent]) -> [LinkViolation] {
     @Test func dataTheReaderHasNoRoomForIsHeldUnacknowledgedUntilConsumed() throws {
         var configuration = LinkConfiguration(role: .device, initialSequence: 0x80)
         configuration.receiveBufferLimit = 4000
+        configuration.parameters.maximumOutstandingPackets = 8
         var device = try ScriptedLink.connectedDevice(configuration, proposal: LinkParameters(maximumOutstandingPackets: 8))
         let window = device.link.negotiated?.receiveWindow ?? 0
         #expect(window == 8)
