@@ -8,8 +8,9 @@ import Synchronization
 
 /// A transport over a file descriptor (a TCP socket or a serial port). One
 /// thread waits in `poll` on the descriptor and on a wake-up pipe, so that
-/// `close` ends it promptly; writes go out on a serial queue so the caller
-/// never blocks.
+/// `close` ends it promptly. A write is tried at once on the caller's
+/// thread (non-blocking) when nothing is queued; what the descriptor does
+/// not take goes out on a serial queue, so the caller never blocks.
 ///
 /// The descriptor is non-blocking: a peer that stops reading cannot hold a
 /// write forever. A write that makes no progress for `writeStallLimit` ends
@@ -27,6 +28,9 @@ final class DescriptorTransport: Transport {
     /// The wake-up pipe, or -1 and why `pipe` failed.
     private let wake: (read: Int32, write: Int32, failure: Int32)
     private let writer = DispatchQueue(label: "iap.transport.write")
+    /// Writes handed to `writer` and not yet done: while there are any, new
+    /// writes queue behind them (order), otherwise the caller tries first.
+    private let queuedWrites = Mutex(0)
     private let started = Mutex(false)
 
     /// `opener` runs on the transport's thread (it may block, e.g. in accept).
@@ -116,12 +120,36 @@ final class DescriptorTransport: Transport {
     }
 
     func write(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        // With nothing queued, the caller's thread tries first: a
+        // non-blocking send that the socket takes whole (the usual case)
+        // needs no hand-off to the writer. What it does not take is queued.
+        let start = queuedWrites.withLock { queued -> Int? in
+            if queued == 0 {
+                let descriptor = state.withLock { $0.descriptor }
+                if descriptor >= 0, writeState.withLock({ $0.failure }) == nil {
+                    var written = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    if written < 0 && errno == ENOTSOCK {
+                        written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress!, $0.count) }
+                    }
+                    if written == bytes.count { return nil }
+                    // A broken descriptor: the reader sees it and reports it.
+                    if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR { return nil }
+                    queued += 1
+                    return max(0, written)
+                }
+            }
+            queued += 1
+            return 0
+        }
+        guard let start else { return }
         writer.async { [self] in
+            defer { queuedWrites.withLock { $0 -= 1 } }
             // Writes queued before `close` still go out (an RST, say): only a
             // released descriptor or a failed write stops them.
             let descriptor = state.withLock { $0.descriptor }
             guard descriptor >= 0, writeState.withLock({ $0.failure }) == nil else { return }
-            var offset = 0
+            var offset = start
             var lastProgress = ContinuousClock.now
             while offset < bytes.count {
                 var written = bytes.withUnsafeBytes { raw in

@@ -110,6 +110,55 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
         #expect(after.contains { if case .link(.down(.transportClosed)) = $0 { true } else { false } })
     }
 
+    /// Writes are tried on the caller's thread while nothing is queued; one
+    /// the socket takes only in part queues the rest, and every write after
+    /// it queues behind: the peer gets the bytes whole and in order.
+    @Test func writesTriedAtOnceOrQueuedKeepTheirOrder() async throws {
+        let port = Locked<UInt16>(0)
+        let received = Locked<[UInt8]>([])
+        let listening = TCPTransport.listen(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } }
+        try listening.start { event in
+            if case .received(let bytes) = event { received.withLock { $0 += bytes } }
+        }
+        var waited = 0
+        while port.withLock({ $0 }) == 0 && waited < 200 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        let connecting = TCPTransport.connect(host: "127.0.0.1", port: port.withLock { $0 })
+        try connecting.start { _ in }
+        // A first byte, queued until the connection is made; once it has
+        // arrived, nothing is queued and writes are tried at once.
+        var expected: [UInt8] = [0xAA]
+        connecting.write(expected)
+        waited = 0
+        while received.withLock({ $0.isEmpty }) && waited < 500 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        // More than a socket buffer at once, then small writes behind it.
+        let large = (0..<4_000_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        connecting.write(large)
+        expected += large
+        for n in 0..<2_000 {
+            let chunk = [UInt8(n >> 8), UInt8(n & 0xFF), 0xC3]
+            connecting.write(chunk)
+            expected += chunk
+        }
+        waited = 0
+        while received.withLock({ $0.count }) < expected.count && waited < 1_000 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        let got = received.withLock { $0 }
+        #expect(got.count == expected.count)
+        // Compared here, not by #expect: a failure would print 4 MB twice.
+        let firstDifference = zip(got, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        #expect(firstDifference == nil, "the bytes arrived out of order from offset \(firstDifference ?? 0) of \(expected.count)")
+        connecting.close()
+        listening.close()
+    }
+
     @Test func connectingToNothingIsRefused() async throws {
         let driver = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: try unusedPort()))
         let collector = EventCollector(driver)
