@@ -134,8 +134,8 @@ let benchmarks: @Sendable () -> Void = {
     )
 
     let variants: [(label: String, parameters: LinkParameters)] = [
-        ("4 KiB packets, window 8 (the defaults)", LinkParameters()),
-        ("64 KiB packets, window 8", LinkParameters(maximumPacketLength: LinkPacket.maximumLength)),
+        ("4 KiB packets, window 8", LinkParameters(maximumOutstandingPackets: 8)),
+        ("64 KiB packets, window 8", LinkParameters(maximumOutstandingPackets: 8, maximumPacketLength: LinkPacket.maximumLength)),
     ]
     for variant in variants {
         let state = GoodputState(parameters: variant.parameters)
