@@ -57,8 +57,9 @@ public struct EndpointAuthentication: Sendable {
 /// received message is answered on the thread that read it, with no hand-off
 /// between the link end and the core, and nothing ever waits: a send the
 /// link's queue has no room for waits in a backlog until the link says the
-/// session is writable (and the bytes received meanwhile are not handed
-/// back, so a peer that does not read holds itself back).
+/// session is writable, and bytes received meanwhile wait unhandled (and
+/// are not handed back to the driver): a peer that does not take our
+/// answers gets no more made for it and holds itself back.
 ///
 /// `@unchecked Sendable`: the mutable state below (not `inbox`) is touched
 /// only by the thread handling inputs, one at a time (see `submit`); other
@@ -107,9 +108,11 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var heldOutgoing: [ControlMessage] = []
     /// Sends the link's queue had no room for, per session, oldest first.
     private var backlog: [UInt8: [[UInt8]]] = [:]
-    /// Bytes received and handled while a backlog waited, not yet handed
-    /// back to the driver.
-    private var unconsumed = 0
+    /// Bytes received while a backlog waits, not yet handled: a peer that
+    /// does not take our answers gets no more made for it, and what it
+    /// sends meanwhile stays within the link's receive budget (it is handed
+    /// back to the driver only once handled).
+    private var heldData: [(session: UInt8, bytes: [UInt8])] = []
     /// Fires at the core's next deadline (or earlier: a tick does only what is due).
     private let timer = DeadlineTimer(label: "iap.endpoint.timer")
     /// Called for every message no role consumed (ping answers).
@@ -293,10 +296,11 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .link(.sessionWritable(let session)):
             sendBacklog(of: session)
         case .data(let session, let bytes):
-            perform(connection.received(session: session, bytes, now: now))
-            // Handed back once handled, and once what it made is sent: a
-            // reader that falls behind holds the peer back.
-            if backlog.isEmpty { driver.consumed(bytes.count) } else { unconsumed += bytes.count }
+            if backlog.isEmpty && heldData.isEmpty {
+                receive(bytes, session: session, now: now)
+            } else {
+                heldData.append((session, bytes))
+            }
         case .transportClosed(let reason):
             logger.info("transport closed: \(reason)")
             endReason = endReason ?? "transport closed: \(reason)"
@@ -375,20 +379,38 @@ public final class MediaEndpoint: @unchecked Sendable {
             sent += 1
         }
         backlog[session] = sent == waiting.count ? nil : Array(waiting[sent...])
-        if backlog.isEmpty { handBack() }
+        // Room again: what was received meanwhile is handled, in order,
+        // until its answers fill the link's queue again.
+        var handled = 0
+        while backlog.isEmpty && handled < heldData.count {
+            let (session, bytes) = heldData[handled]
+            handled += 1
+            receive(bytes, session: session, now: now())
+        }
+        heldData.removeFirst(handled)
+    }
+
+    /// Messages waiting for room on the link, and received bytes waiting
+    /// for them (for tests, from the handling thread: `withConnection`).
+    var waiting: (messages: Int, receivedBytes: Int) {
+        (backlog.values.reduce(0) { $0 + $1.count }, heldData.reduce(0) { $0 + $1.bytes.count })
+    }
+
+    /// Hands received bytes to the core, then back to the driver: a reader
+    /// that falls behind holds the peer back.
+    private func receive(_ bytes: [UInt8], session: UInt8, now: LinkInstant) {
+        perform(connection.received(session: session, bytes, now: now))
+        driver.consumed(bytes.count)
     }
 
     private func dropBacklog(because reason: String) {
         let messages = backlog.values.reduce(0) { $0 + $1.count }
         if messages > 0 { logger.warning("\(messages) messages not sent: \(reason) while they waited for room") }
+        let held = heldData.reduce(0) { $0 + $1.bytes.count }
+        if held > 0 { logger.warning("\(held) received bytes not handled: \(reason) while answers waited for room") }
         backlog = [:]
-        handBack()
-    }
-
-    private func handBack() {
-        guard unconsumed > 0 else { return }
-        driver.consumed(unconsumed)
-        unconsumed = 0
+        heldData = []
+        if held > 0 { driver.consumed(held) }
     }
 
     private func describe(_ event: Connection.Event) {
