@@ -218,10 +218,24 @@ extension Parameter {
         guard nul == bytes.endIndex - 1 else {
             throw WireError(.badValue, "parameter \(id) has \(bytes.endIndex - 1 - nul) bytes after its NUL terminator")
         }
-        guard let string = String(validating: bytes[..<nul], as: UTF8.self) else {
+        guard let string = Self.utf8String(bytes[..<nul]) else {
             throw WireError(.badValue, "parameter \(id) is not valid UTF-8")
         }
         return string
+    }
+
+    /// Titles and identifiers are mostly ASCII, which needs no validation
+    /// beyond the high bit: that check and `String(decoding:)` on the
+    /// contiguous bytes, instead of the standard library's generic
+    /// validating initialiser (11 % of a browse round trip's instructions).
+    private static func utf8String(_ text: ArraySlice<UInt8>) -> String? {
+        let ascii = text.withContiguousStorageIfAvailable { buffer -> String? in
+            var high: UInt8 = 0
+            for byte in buffer { high |= byte }
+            return high < 0x80 ? String(decoding: buffer, as: UTF8.self) : nil
+        }
+        if let ascii, let string = ascii { return string }
+        return String(validating: text, as: UTF8.self)
     }
 
     /// The data as a nested parameter list: views into the same bytes.
