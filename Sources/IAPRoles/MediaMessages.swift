@@ -653,7 +653,7 @@ struct MessageReader {
     }
 
     private func parameter(_ id: UInt16) throws(WireError) -> Parameter {
-        guard let parameter = parameters.first(where: { $0.id == id }) else {
+        guard let parameter = parameters.first(withID: id) else {
             let name = MessageCatalog.message(messageID)?.name ?? "message 0x\(String(messageID, radix: 16))"
             throw WireError(.truncated, "\(name) lacks parameter \(id)")
         }
@@ -664,7 +664,7 @@ struct MessageReader {
     /// by `read`, into an array allocated once.
     func all<T>(_ id: UInt16, _ read: (Parameter) throws(WireError) -> T) throws(WireError) -> [T] {
         var result: [T] = []
-        result.reserveCapacity(parameters.count { $0.id == id })
+        result.reserveCapacity(parameters.count(withID: id))
         for parameter in parameters where parameter.id == id { result.append(try read(parameter)) }
         return result
     }
@@ -676,8 +676,7 @@ struct MessageReader {
     func bool(_ id: UInt16) throws(WireError) -> Bool { try parameter(id).bool() }
     func string(_ id: UInt16) throws(WireError) -> String { try parameter(id).string() }
     func optionalString(_ id: UInt16) throws(WireError) -> String? {
-        guard parameters.contains(where: { $0.id == id }) else { return nil }
-        return try string(id)
+        try parameters.first(withID: id)?.string()
     }
     func status(_ id: UInt16) throws(WireError) -> RequestStatus {
         let value = try u8(id)

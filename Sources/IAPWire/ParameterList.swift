@@ -123,8 +123,40 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
         let length = Int(storage[offset]) << 8 | Int(storage[offset + 1])
         let id = UInt16(storage[offset + 2]) << 8 | UInt16(storage[offset + 3])
         if length != 0 { return (id, offset + Parameter.headerLength..<offset + length) }
+        return longExtent(at: offset, id: id)
+    }
+
+    /// `extent(at:)` for a parameter too long for the wire (rare: kept out
+    /// of line so that the common case inlines into the loops that walk a list).
+    @usableFromInline
+    func longExtent(at offset: Int, id: UInt16) -> (id: UInt16, data: Range<Int>) {
         let dataLength = storage[offset + Parameter.headerLength..<offset + Self.longHeaderLength].reduce(0) { $0 << 8 | Int($1) }
         return (id, offset + Self.longHeaderLength..<offset + Self.longHeaderLength + dataLength)
+    }
+
+    /// The first parameter with `id`: only headers are read on the way.
+    @inlinable
+    public func first(withID id: UInt16) -> Parameter? {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let (found, data) = extent(at: offset)
+            if found == id { return Parameter(id: id, storage: storage, range: data) }
+            offset = data.upperBound
+        }
+        return nil
+    }
+
+    /// How many parameters have `id` (a repeated parameter is a list).
+    @inlinable
+    public func count(withID id: UInt16) -> Int {
+        var offset = range.lowerBound
+        var count = 0
+        while offset < range.upperBound {
+            let (found, data) = extent(at: offset)
+            if found == id { count += 1 }
+            offset = data.upperBound
+        }
+        return count
     }
 
     // MARK: Changes

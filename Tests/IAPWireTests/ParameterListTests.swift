@@ -120,4 +120,20 @@ import Testing
         #expect { try message.encoded() } throws: { ($0 as? WireError)?.kind == .tooLarge }
         #expect(throws: WireError.self) { try Parameter.group(4, list) }
     }
+
+    @Test func lookupsByIDReadHeadersAndFindTheFirst() throws {
+        var list = ParameterList()
+        list.appendInteger(7, UInt8(1))
+        // Too long for the wire: kept with the long header, skipped over by its real length.
+        list.append(Parameter(id: 9, data: [UInt8](repeating: 0xAB, count: 70_000)))
+        list.appendString(3, "first")
+        list.appendString(3, "second")
+        #expect(try list.first(withID: 3)?.string() == "first")
+        #expect(list.first(withID: 9)?.bytes.count == 70_000)
+        #expect(list.first(withID: 4) == nil)
+        #expect(list.count(withID: 3) == 2)
+        #expect(list.count(withID: 7) == 1)
+        #expect(list.count(withID: 5) == 0)
+        #expect(list.first(withID: 3) == list.first { $0.id == 3 })
+    }
 }
