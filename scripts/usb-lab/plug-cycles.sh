@@ -144,7 +144,17 @@ within 100 logged "phone #$((done_cycles + 1)): connected\$"
 sleep 1
 resources_after=$(resources)
 echo "gadget process while connected: $resources_before on connection #1, $resources_after on connection #$((done_cycles + 1))"
-check "no file or thread leaked over the cycles ($resources_before, then $resources_after)" test "$resources_before" = "$resources_after"
+# Descriptors exactly; threads within 2: libdispatch keeps idle worker
+# threads for a while after a timer fires (the link's and the session's
+# deadline timers), so one more or fewer at the instant of counting is the
+# pool, while a thread leaked per connection would show as about 100 more.
+no_leak() {
+    local fds_before threads_before fds_after threads_after
+    read -r fds_before _ threads_before _ <<< "$resources_before"
+    read -r fds_after _ threads_after _ <<< "$resources_after"
+    [ "$fds_before" = "$fds_after" ] && [ $((threads_after - threads_before)) -le 2 ]
+}
+check "no file or thread leaked over the cycles ($resources_before, then $resources_after)" no_leak
 
 # A last unplug, so that every connection has ended.
 echo "" > "$gadget/UDC"
