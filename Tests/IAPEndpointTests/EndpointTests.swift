@@ -76,13 +76,18 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
 }
 
 @Suite struct EndpointOutgoingTests {
+    /// A pinging and a responding endpoint over a loopback with 2 ms each way, not started.
+    static func pingPair() -> (pinger: MediaEndpoint, responder: MediaEndpoint) {
+        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(2)), towardsFirst: WireFaults(delay: .milliseconds(2)))
+        return (MediaEndpoint(kind: .pinger, transport: a, logger: .discarding("endpoint")),
+                MediaEndpoint(kind: .responder, transport: b, logger: .discarding("endpoint")))
+    }
+
     /// A caller that sees the driver up may send before the endpoint's own
     /// task has handled link up (a USB ping's first message was lost so):
     /// messages from outside wait for the first link up instead.
     @Test func messagesSentBeforeLinkUpAreHeldNotLost() async throws {
-        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(2)), towardsFirst: WireFaults(delay: .milliseconds(2)))
-        let pinger = MediaEndpoint(kind: .pinger, transport: a, logger: .discarding("endpoint"))
-        let responder = MediaEndpoint(kind: .responder, transport: b, logger: .discarding("endpoint"))
+        let (pinger, responder) = Self.pingPair()
         let answers = Lines()
         pinger.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.add("\(sequence)") }
@@ -95,17 +100,13 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
         await runUntilOneStops([pinger, responder], timeout: .seconds(10))
         #expect(answers.all == ["1", "2", "3"])
     }
-}
 
-extension EndpointTests {
     /// Messages bigger together than the link's send queue (64 KiB) wait
     /// in the endpoint's backlog until the link has room, and go out whole
     /// and in order: nothing is dropped, nothing overtakes. The answers,
     /// as big, take the responder's backlog the same way.
     @Test func sendsTheLinkHasNoRoomForWaitAndGoInOrder() async throws {
-        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .milliseconds(2)), towardsFirst: WireFaults(delay: .milliseconds(2)))
-        let pinger = MediaEndpoint(kind: .pinger, transport: a, logger: .discarding("endpoint"))
-        let responder = MediaEndpoint(kind: .responder, transport: b, logger: .discarding("endpoint"))
+        let (pinger, responder) = Self.pingPair()
         let answers = Lines()
         pinger.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) {
