@@ -117,7 +117,15 @@ public struct Connection: Sendable {
     private var fileReceiver = FileTransferReceiver()
     /// Phone: loads the app answered, to complete at their time.
     private var completions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
+    private var problemsOnLink = 0
     private var outputs: [Output] = []
+
+    /// How many `.problem` events one link reports one by one. A peer can
+    /// repeat a mistake without end (a message flood before identification,
+    /// say); after these, problems are only counted: the count is reported
+    /// each time it doubles and when the link goes down, so the log grows
+    /// with the logarithm of what the peer sends, not with it.
+    public static let problemsReportedPerLink = 32
 
     public init(_ configuration: Configuration, phone: PhoneMediaRole = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false),
                 headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)? = nil) {
@@ -147,6 +155,7 @@ public struct Connection: Sendable {
 
     public mutating func linkUp(_ link: NegotiatedLink, now: LinkInstant) -> [Output] {
         if self.link != nil { endLink(now: now) }
+        problemsOnLink = 0
         self.link = link
         controlSession = link.sessions.first { $0.type == .control }?.id
         fileSession = link.sessions.first { $0.type == .fileTransfer }?.id
@@ -178,6 +187,10 @@ public struct Connection: Sendable {
 
     private mutating func endLink(now: LinkInstant) {
         guard link != nil else { return }
+        if problemsOnLink > Self.problemsReportedPerLink {
+            outputs.append(.event(.problem("\(problemsOnLink) problems on this link, the last \(problemsOnLink - Self.problemsReportedPerLink) of them not reported one by one")))
+        }
+        problemsOnLink = 0
         link = nil
         controlSession = nil
         fileSession = nil
@@ -326,7 +339,11 @@ public struct Connection: Sendable {
                 emit(.problem("the accessory sent \(name) after the session failed; ignored"))
                 return
             }
-            if MessageID.identification.contains(message.id) || !phone.isConnected {
+            if !MessageID.identification.contains(message.id), !phone.isConnected {
+                emit(.problem("the accessory sent \(name) before identification finished; ignored"))
+                return
+            }
+            if MessageID.identification.contains(message.id) {
                 // A rejected identification may be corrected: each attempt gets a full step.
                 if message.id == MessageID.identificationInformation, case .identifying = stage {
                     identificationDeadline = now + configuration.stepTimeout
@@ -555,7 +572,18 @@ public struct Connection: Sendable {
         setStage(.failed(reason))
     }
 
-    private mutating func emit(_ event: Event) { outputs.append(.event(event)) }
+    private mutating func emit(_ event: Event) {
+        if case .problem = event {
+            problemsOnLink += 1
+            if problemsOnLink > Self.problemsReportedPerLink {
+                // Powers of two past the budget: 64, 128, 256…
+                guard problemsOnLink & (problemsOnLink - 1) == 0 else { return }
+                outputs.append(.event(.problem("\(problemsOnLink) problems on this link so far; past the first \(Self.problemsReportedPerLink) they are counted, not reported one by one")))
+                return
+            }
+        }
+        outputs.append(.event(event))
+    }
     private mutating func log(_ line: String) { emit(.log(line)) }
 
     /// The outputs of one input, after the app's now playing was read.
