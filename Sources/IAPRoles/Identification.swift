@@ -138,11 +138,15 @@ public struct AccessoryIdentity: Hashable, Sendable {
                 problems.append(.init(parameter: id, issue: "missing"))
                 return []
             }
-            guard parameter.data.count % 2 == 0 else {
-                problems.append(.init(parameter: id, issue: "malformed: \(parameter.data.count) bytes is not a list of u16 message ids"))
+            // A view, not `data`: `data` copies a decoded message's bytes on
+            // every access, which made this loop quadratic in the list (a
+            // 64 KiB list cost gigabytes of copying).
+            let bytes = parameter.bytes
+            guard bytes.count % 2 == 0 else {
+                problems.append(.init(parameter: id, issue: "malformed: \(bytes.count) bytes is not a list of u16 message ids"))
                 return []
             }
-            return stride(from: 0, to: parameter.data.count, by: 2).map { UInt16(parameter.data[$0]) << 8 | UInt16(parameter.data[$0 + 1]) }
+            return stride(from: bytes.startIndex, to: bytes.endIndex, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
         }
         let name = string(ParameterID.IdentificationInformation.name), model = string(ParameterID.IdentificationInformation.modelIdentifier)
         let manufacturer = string(ParameterID.IdentificationInformation.manufacturer), serial = string(ParameterID.IdentificationInformation.serialNumber)

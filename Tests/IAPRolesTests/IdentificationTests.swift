@@ -110,6 +110,23 @@ import IAPWire
         #expect(line.contains("did not declare"))
     }
 
+    /// The id lists are read from the decoded message's own bytes, where
+    /// they sit at an offset: each id as sent, the longest lists one message
+    /// can carry included (reading them once cost a copy of the list per
+    /// byte, quadratic; Benchmarks/identification-loop measures it).
+    @Test func longMessageListsAreReadInPlaceAndWhole() throws {
+        var identity = AccessoryIdentity.devKitHeadUnit
+        identity.messagesSent = (0..<16_000).map { UInt16(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        identity.messagesReceived = [0x5001, 0xAB00, 0x0102]
+        let decoded = try ControlMessage(decoding: try identity.message.encoded())
+        guard case .success(let read) = AccessoryIdentity.validate(decoded) else {
+            Issue.record("an identity with 16,000 messages sent was not accepted: \(AccessoryIdentity.validate(decoded))")
+            return
+        }
+        #expect(read.messagesSent == identity.messagesSent)
+        #expect(read.messagesReceived == identity.messagesReceived)
+    }
+
     @Test func pingIsAnsweredWithIdenticalParameters() throws {
         var channel = ControlChannel()
         let ping = DiagnosticPing.request(sequence: 7, size: 300)

@@ -62,4 +62,26 @@ let benchmarks: @Sendable () -> Void = {
         }
         blackHole(model)
     }
+
+    // An IdentificationInformation whose MessagesSentByAccessory lists
+    // 16,000 ids (32 KB, what a hostile or odd accessory can send), decoded
+    // off the wire and validated as the phone does, against a copy of the
+    // message's bytes (the baseline: one linear pass over them). Reading the
+    // list through `Parameter.data` copied it once per byte, quadratic.
+    let longIdentity: [UInt8] = {
+        var identity = AccessoryIdentity.devKitHeadUnit
+        identity.messagesSent = (0..<16_000).map { UInt16(truncatingIfNeeded: $0) }
+        return try! identity.message.encoded()
+    }()
+    Benchmark("identification with 16,000 message ids: bytes copied (baseline)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(longIdentity.withUnsafeBufferPointer { Array($0) })
+        }
+    }
+    Benchmark("identification with 16,000 message ids: decoded and validated") { benchmark in
+        for _ in benchmark.scaledIterations {
+            guard let message = try? ControlMessage(decoding: longIdentity) else { continue }
+            blackHole(AccessoryIdentity.validate(message))
+        }
+    }
 }
