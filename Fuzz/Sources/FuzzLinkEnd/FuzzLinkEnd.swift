@@ -12,8 +12,21 @@
 //   running on.
 // Invariants are checked after every step; see Docs/Fuzzing.md.
 import FuzzSupport
+import Glibc
 import IAPLink
 import IAPWire
+
+/// `FUZZ_TRACE=1` with a replayed input: every operation, every byte the
+/// peer feeds and every action of the end, on standard error.
+let tracing = getenv("FUZZ_TRACE") != nil
+func trace(_ line: @autoclosure () -> String) { if tracing { fputs(line() + "\n", stderr) } }
+
+func describe(_ bytes: [UInt8]) -> String {
+    if let packet = try? LinkPacket(decoding: bytes) {
+        return "\(packet.control) seq \(packet.sequence) ack \(packet.acknowledgement) session \(packet.session) payload \(hexString(packet.payload.prefix(16)))\(packet.payload.count > 16 ? "… (\(packet.payload.count))" : "")"
+    }
+    return hexString(bytes.prefix(32))
+}
 
 // MARK: - Input
 
@@ -125,6 +138,9 @@ struct SingleRun {
 
     mutating func handle(_ actions: [LinkAction]) {
         for action in actions {
+            if tracing {
+                if case .send(let bytes) = action { trace("  \(who) sends \(describe(bytes))") } else { trace("  \(who): \(action)") }
+            }
             switch action {
             case .send(let bytes):
                 written += bytes.count
@@ -223,6 +239,7 @@ struct SingleRun {
     // MARK: Peer
 
     mutating func feed(_ bytes: [UInt8]) {
+        trace("peer feeds \(describe(bytes)) at \(now)")
         received += bytes.count
         if let link, bytes.count > link.receivePacketLength { junk = true }
         handle(end.receive(bytes, now: now))
@@ -359,8 +376,14 @@ struct SingleRun {
             let back = Int(script.byte()) % min(slots.count, 128)
             sendSlot(slots.count - back, &script)
         case 10:  // untagged data with any header
-            feed(encode(LinkPacket(control: LinkControl(rawValue: script.byte() & 0x48), sequence: script.byte(), acknowledgement: script.byte(),
-                                   session: script.byte(), payload: sanitized(script.take(Int(script.byte() % 32))))))
+            let packet = LinkPacket(control: LinkControl(rawValue: script.byte() & 0x48), sequence: script.byte(), acknowledgement: script.byte(),
+                                    session: script.byte(), payload: sanitized(script.take(Int(script.byte() % 32))))
+            // Data can take a sequence number the peer's tagged data uses
+            // (even on a session the link drops, which it acknowledges) or
+            // be held out of order in its place: an honest peer never
+            // sends two packets under one number.
+            if link != nil && !packet.payload.isEmpty { honest = false }
+            feed(encode(packet))
         case 11:  // iAP1 frame
             junk = true
             handshakeCandidate = nil
@@ -460,6 +483,7 @@ struct SingleRun {
             operations += 1
             steps += 1
             let op = script.byte()
+            trace(op < 0xA0 ? "peer operation \(op % 13)" : "application operation \((op - 0xA0) % 12)")
             if op < 0xA0 {
                 peerStep(op % 13, &script)
             } else {
