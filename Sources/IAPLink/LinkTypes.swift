@@ -83,7 +83,8 @@ public enum LinkDownReason: Hashable, Sendable, CustomStringConvertible {
     case peerReset
     /// Nothing arrived from the peer for this long.
     case peerSilent(Duration)
-    /// The peer started over (a detect sequence on a connected link).
+    /// The peer started over: a detect sequence on a connected link, or a
+    /// SYN that does not follow the last packet received.
     case peerRestarted
     /// This end reset the link.
     case localReset
@@ -95,7 +96,7 @@ public enum LinkDownReason: Hashable, Sendable, CustomStringConvertible {
         case .retransmissionsExhausted(let sequence, let attempts): "packet \(sequence) unacknowledged after \(attempts) retransmissions"
         case .peerReset: "the peer reset the link (RST)"
         case .peerSilent(let duration): "nothing heard from the peer for \(duration.wholeMilliseconds) ms"
-        case .peerRestarted: "the peer restarted (detect sequence on a connected link)"
+        case .peerRestarted: "the peer restarted (a detect sequence, or a SYN not following the last packet received, on a connected link)"
         case .localReset: "reset by this end"
         case .transportClosed(let why): "the transport closed: \(why)"
         }

@@ -146,4 +146,46 @@ import IAPWire
         device.advance(.seconds(5))
         #expect(!device.written[before...].contains { (try? LinkPacket(decoding: $0))?.payload == [1, 2, 3] })
     }
+
+    /// Pair mode, `05 FF FF FF FF 0A FF 0D 0D 0B FF 03 75 22 0A 3B FF 40 40 0B`:
+    /// the accessory's SYN duplicated on the wire, the copy delivered after
+    /// the handshake's ACK and the first data packet. The device took the
+    /// old SYN for a renegotiation, set its received sequence back to the
+    /// SYN's number and delivered the data packet that followed it a second
+    /// time. Found as "device delivered 2 bytes on session 1 at offset 2 that
+    /// are not what the other end sent next".
+    @Test func anOldSYNArrivingLateStartsANewLinkAndDeliversNothingTwice() throws {
+        var device = try ScriptedLink.connectedDevice()
+        try device.receive(ScriptedLink.data(0x11, [1, 2]))
+        try device.receive(ScriptedLink.data(0x12, [3]))
+        #expect(device.delivered.map(\.bytes) == [[1, 2], [3]])
+        device.events.removeAll()
+        let before = device.written.count
+        try device.receive(LinkPacket(control: .syn, sequence: 0x10, payload: LinkParameters().synchronization.encoded()))
+        #expect(device.events.first == .down(.peerRestarted), "\(device.events)")
+        // Answered as a new link: the initial sequence, acknowledging the SYN.
+        let answer = try #require(device.written[before...].compactMap { try? LinkPacket(decoding: $0) }.first)
+        #expect(answer.control == [.syn, .ack] && answer.sequence == 0x80 && answer.acknowledgement == 0x10)
+        // What follows belongs to the new link, which the layer above hears
+        // of as a new connection (down, then up): nothing is a repeat.
+        try device.receive(ScriptedLink.data(0x11, [9]))
+        #expect(device.events.contains { if case .up = $0 { true } else { false } }, "\(device.events)")
+        #expect(!device.events.contains { if case .renegotiated = $0 { true } else { false } })
+        #expect(device.delivered.map(\.bytes) == [[1, 2], [3], [9]])
+    }
+
+    /// A renegotiation's SYN, numbered after the last packet received, keeps
+    /// the link and its numbers.
+    @Test func aSYNFollowingTheLastPacketIsARenegotiation() throws {
+        var device = try ScriptedLink.connectedDevice()
+        try device.receive(ScriptedLink.data(0x11, [1, 2]))
+        device.events.removeAll()
+        try device.receive(LinkPacket(control: .syn, sequence: 0x12, payload: LinkParameters().synchronization.encoded()))
+        try device.receive(LinkPacket(control: .ack, sequence: 0x12, acknowledgement: 0x80))
+        #expect(device.events.contains { if case .renegotiated = $0 { true } else { false } }, "\(device.events)")
+        #expect(!device.events.contains { if case .down = $0 { true } else { false } })
+        try device.receive(ScriptedLink.data(0x13, [4]))
+        #expect(device.delivered.map(\.bytes) == [[1, 2], [4]])
+    }
 }
+

@@ -524,6 +524,9 @@ struct PairRun {
 
     mutating func handle(_ actions: [LinkAction], side: Int) {
         for action in actions {
+            if tracing {
+                if case .send(let bytes) = action { trace("  \(name(side)) sends \(describe(bytes))") } else { trace("  \(name(side)): \(action)") }
+            }
             switch action {
             case .send(let bytes):
                 _ = checkWrite(bytes, link: links[side], who: name(side))
@@ -585,6 +588,7 @@ struct PairRun {
             }
         default: break
         }
+        trace("wire to \(name(side)) (fault \(fault % 8)) at \(now): \(describe(chunk))")
         handle(ends[side].receive(chunk, now: now), side: side)
     }
 
@@ -599,6 +603,7 @@ struct PairRun {
         // Never FF: no packet can start inside application data.
         let bytes = (0..<count).map { UInt8((already + $0) % 251) }
         do {
+            trace("\(name(side)) application sends \(bytes.count) bytes on session \(session.id) at \(now)")
             handle(try ends[side].send(bytes, session: session.id, now: now), side: side)
             sent[side][session.id, default: []] += bytes
         } catch {}
@@ -607,6 +612,7 @@ struct PairRun {
     mutating func consume(side: Int, part: Int) {
         let count = part >= 255 ? unconsumed[side] : unconsumed[side] * part / 255
         unconsumed[side] -= count
+        trace("\(name(side)) application consumes \(count) bytes at \(now)")
         handle(ends[side].consumed(count, now: now), side: side)
     }
 
