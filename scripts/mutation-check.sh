@@ -331,6 +331,8 @@ if ! timeout --kill-after=20 "${test_timeout:-900}" swift test --package-path "$
     # then also fail under a mutation that it does not really catch.
     mv "$log_dir/baseline-test.log" "$log_dir/baseline-test-1.log"
     echo "mutation-check: warning: the unmutated tests failed once (flaky under load?); see $log_dir/baseline-test-1.log; trying again" >&2
+    # Name what failed here too: the log goes with the scratch logs unless --keep.
+    grep -E "✘ Test .*(recorded an issue|failed)|Fatal error|exited with unexpected signal" "$log_dir/baseline-test-1.log" | head -n 10 | sed 's/^/mutation-check:   /' >&2 || true
     t0=$(date +%s)
     if ! timeout --kill-after=20 "${test_timeout:-900}" swift test --package-path "$tree" --skip-build > "$log_dir/baseline-test.log" 2>&1; then
         echo "mutation-check: the unmutated tree fails its tests; see $log_dir/baseline-test.log" >&2
