@@ -27,6 +27,14 @@ public enum VerificationAnswer: Hashable, Sendable {
 public enum AuthenticatorRequest: Hashable, Sendable {
     case certificate
     case response(challenge: [UInt8])
+
+    /// What is asked for, in words, without the challenge's bytes.
+    var kind: String {
+        switch self {
+        case .certificate: "the certificate"
+        case .response: "a challenge response"
+        }
+    }
 }
 
 /// The authenticator's answer to an `AuthenticatorRequest`.
@@ -179,26 +187,31 @@ struct AccessoryAuthentication: Sendable {
     }
 
     private(set) var state = AuthenticationState.notStarted
-    private var pending: AuthenticatorRequest?
+    /// What the authenticator is working on: one request at a time, so a
+    /// device repeating its requests cannot queue signatures without end
+    /// (a coprocessor takes hundreds of milliseconds for one).
+    private var inFlight: AuthenticatorRequest?
+    /// The device's latest request while one is in flight; it replaces any
+    /// earlier one still waiting.
+    private var waiting: AuthenticatorRequest?
 
     mutating func reset() {
         state = .notStarted
-        pending = nil
+        inFlight = nil
+        waiting = nil
     }
 
     mutating func received(_ message: ControlMessage) -> [Output] {
         switch message.id {
         case MessageID.requestAuthenticationCertificate:
             state = .inProgress
-            pending = .certificate
-            return [.authenticator(.certificate)]
+            return ask(.certificate)
         case MessageID.requestAuthenticationChallengeResponse:
             guard let challenge = message.parameter(ParameterID.RequestAuthenticationChallengeResponse.challenge)?.data, !challenge.isEmpty else {
                 return [.problem("RequestAuthenticationChallengeResponse carries no challenge (parameter \(ParameterID.RequestAuthenticationChallengeResponse.challenge))")]
             }
             state = .inProgress
-            pending = .response(challenge: challenge)
-            return [.authenticator(.response(challenge: challenge))]
+            return ask(.response(challenge: challenge))
         case MessageID.authenticationSucceeded:
             state = .succeeded
             return [.succeeded]
@@ -210,9 +223,35 @@ struct AccessoryAuthentication: Sendable {
         }
     }
 
+    private mutating func ask(_ request: AuthenticatorRequest) -> [Output] {
+        guard inFlight == nil else {
+            let replaced = waiting != nil
+            waiting = request
+            return [.problem("the device asked for \(request.kind) before the authenticator had answered its request for \(inFlight?.kind ?? "?")"
+                             + (replaced ? "; its earlier waiting request is dropped" : "; it waits for that answer"))]
+        }
+        inFlight = request
+        return [.authenticator(request)]
+    }
+
     mutating func answered(_ answer: AuthenticatorAnswer) -> [Output] {
-        guard let request = pending else { return [] }
-        pending = nil
+        guard let request = inFlight else { return [] }
+        inFlight = nil
+        var outputs: [Output] = []
+        if let next = waiting {
+            waiting = nil
+            inFlight = next
+            // The device asked the same again: it wants the answer to its
+            // latest request (a new challenge), not to the one it replaced.
+            if next.kind != request.kind { outputs += reply(answer, to: request) }
+            outputs.append(.authenticator(next))
+        } else {
+            outputs += reply(answer, to: request)
+        }
+        return outputs
+    }
+
+    private func reply(_ answer: AuthenticatorAnswer, to request: AuthenticatorRequest) -> [Output] {
         switch (request, answer) {
         case (.certificate, .certificate(let bytes)):
             return [.send(ControlMessage(id: MessageID.authenticationCertificate, parameters: [.blob(ParameterID.AuthenticationCertificate.certificate, bytes)]))]
