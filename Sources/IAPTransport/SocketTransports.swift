@@ -144,14 +144,18 @@ public final class TCPListener: Sendable {
 
     deinit { Glibc.close(descriptor) }
 
-    /// A transport for the next peer to connect; it waits in accept when started.
-    public func nextConnection() -> Transport {
+    /// A transport for the next peer to connect; it waits in accept when
+    /// started. `accepted` is called on the transport's thread once a peer
+    /// has connected.
+    public func nextConnection(accepted: (@Sendable () -> Void)? = nil) -> Transport {
         let name = self.name
         let descriptor = self.descriptor
         // The transport keeps the listener alive while it waits in accept.
         return DescriptorTransport(name: name) { [self] () throws(TransportError) -> Int32 in
             withExtendedLifetime(self) {}
-            return try TCPTransport.accept(on: descriptor, name: name)
+            let connection = try TCPTransport.accept(on: descriptor, name: name)
+            accepted?()
+            return connection
         }
     }
 }

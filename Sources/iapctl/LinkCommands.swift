@@ -41,6 +41,19 @@ struct TransportOptions: ParsableArguments {
     }
 }
 
+/// How `phone` and `head-unit` serve `tcp-listen:` connections.
+struct ServingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("With tcp-listen: close a connection on which no link has been up for this many seconds (since it was accepted, or since its link went down), and serve the next peer. A peer that connects and says nothing, or stops without closing, would otherwise hold the listener. 0: never.",
+                               valueName: "seconds"))
+    var idleLimit: Double = 60
+
+    func validate() throws {
+        guard idleLimit >= 0, idleLimit.isFinite else { throw ValidationError("--idle-limit must be 0 or more seconds, not \(idleLimit)") }
+    }
+
+    var limit: Duration? { idleLimit > 0 ? .milliseconds(Int64((idleLimit * 1000).rounded())) : nil }
+}
+
 /// Seconds with three decimals, e.g. `12.034`.
 func secondsText(_ value: Double) -> String {
     let milliseconds = Int((value * 1000).rounded())
@@ -52,7 +65,8 @@ func secondsText(_ value: Double) -> String {
 /// shell lines from standard input (a person, or a script). Over
 /// `tcp-listen:` it serves one peer after another until stopped, unless
 /// `once`.
-func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: SampleLibrary = .standard, screen: HeadUnitScreen? = nil) async throws {
+func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: ServingOptions, library: SampleLibrary = .standard,
+             screen: HeadUnitScreen? = nil) async throws {
     let logger = Log()
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
@@ -76,10 +90,12 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, library: Sa
     var number = 0
     while true {
         number += 1
-        let accepted = listener.nextConnection()
+        let peerConnected = OnceSet()
+        let accepted = listener.nextConnection { peerConnected.set() }
         let transport = traceFile?.recording(accepted, as: kind, connection: number) ?? accepted
+        let idle = serving.limit.map { (limit: $0, counting: peerConnected) }
         let outcome = try await runConnection(kind, transport: transport, other: nil, options: options, once: false, library: library,
-                                              shell: shell, logger: logger, screen: screen, serving: true)
+                                              shell: shell, logger: logger, screen: screen, serving: true, idle: idle)
         if outcome.quit { return }
         logger(kind.rawValue, "connection #\(number) ended; waiting for the next")
     }
@@ -107,6 +123,31 @@ final class ShellFeed: Sendable {
     }
 }
 
+/// Waits until `driver` has had no link up for `limit` since `counting` was
+/// set (true), or until cancelled (false). Looks twice a second: a link up
+/// for less than that between two looks can go unseen, which only matters
+/// to a peer that connects and fails for the whole limit anyway.
+func linkStaysDown(on driver: LinkDriver, for limit: Duration, countingFrom counting: OnceSet) async -> Bool {
+    let clock = ContinuousClock()
+    var downSince = clock.now
+    while !Task.isCancelled {
+        do { try await Task.sleep(for: .milliseconds(500)) } catch { return false }
+        if driver.isUp || !counting.isSet {
+            downSince = clock.now
+        } else if clock.now - downSince >= limit {
+            return true
+        }
+    }
+    return false
+}
+
+/// Set once, from any thread.
+final class OnceSet: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}
+
 struct ConnectionOutcome {
     /// The head unit's shell quit: stop serving.
     var quit: Bool
@@ -116,10 +157,11 @@ struct ConnectionOutcome {
 
 /// One connection: the role over `transport` (and its counterpart over
 /// `other` for loopback) until it ends. `serving`: a listener's connection,
-/// which ends when the peer goes or the shell quits.
+/// which ends when the peer goes, the shell quits, or no link has been up
+/// for `idle.limit` since the peer connected (`idle.counting`).
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
                    library: SampleLibrary, shell: ShellFeed, logger: Log, screen: HeadUnitScreen? = nil,
-                   serving: Bool = false) async throws -> ConnectionOutcome {
+                   serving: Bool = false, idle: (limit: Duration, counting: OnceSet)? = nil) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
     func endpoint(_ kind: EndKind, over transport: Transport) throws -> MediaEndpoint {
         MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
@@ -163,9 +205,16 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     await withTaskGroup(of: Void.self) { group in
         group.addTask { await end.run() }
         if let counterpart { group.addTask { await counterpart.run() } }
+        if serving, let idle {
+            group.addTask {
+                guard await linkStaysDown(on: end.driver, for: idle.limit, countingFrom: idle.counting) else { return }
+                logger(kind.rawValue, "no link on this connection for \(idle.limit); closing it to serve the next peer", level: .warning)
+            }
+        }
         await group.next()
         await end.driver.close()
         await counterpart?.driver.close()
+        group.cancelAll()
         await group.waitForAll()
     }
     shell.attach(nil)
@@ -214,6 +263,8 @@ struct Phone: AsyncParsableCommand {
     @Flag(help: "With tcp-listen: serve one connection, then exit (without it the phone takes one connection after another).")
     var once = false
 
+    @OptionGroup(title: "Serving tcp-listen connections") var serving: ServingOptions
+
     func run() async throws {
         if printLibrary {
             print(try LibraryFile.example())
@@ -222,7 +273,7 @@ struct Phone: AsyncParsableCommand {
         var served = SampleLibrary.standard
         if let library { served = try LibraryFile.load(library) }
         logging.bootstrap()
-        try await runRole(.phone, options: options, once: once, library: served)
+        try await runRole(.phone, options: options, once: once, serving: serving, library: served)
     }
 }
 
@@ -269,6 +320,8 @@ struct HeadUnit: AsyncParsableCommand {
     @Flag(help: "Exit after the first now-playing update (with tcp-listen: after one connection).")
     var once = false
 
+    @OptionGroup(title: "Serving tcp-listen connections") var serving: ServingOptions
+
     @Option(help: ArgumentHelp("Also show the head unit's screen in a browser at http://HOST:PORT/ (tabs, lists, now playing, buttons; taps drive the head unit). It stays up until Ctrl-C.",
                                valueName: "host:port"),
             transform: parseScreenAddress)
@@ -282,6 +335,6 @@ struct HeadUnit: AsyncParsableCommand {
         logging.bootstrap()
         var screen: HeadUnitScreen?
         if let ui { screen = try await startScreen(at: ui) }
-        try await runRole(.headUnit, options: options, once: once, screen: screen)
+        try await runRole(.headUnit, options: options, once: once, serving: serving, screen: screen)
     }
 }

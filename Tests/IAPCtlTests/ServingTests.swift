@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `phone` over `tcp-listen:` as a fixture left running: a peer that
+/// connects and says nothing must not keep the next one waiting.
+@Suite struct ServingTests {
+    static let detect: [UInt8] = [0xFF, 0x55, 0x02, 0x00, 0xEE, 0x10]
+
+    /// A loopback port free a moment ago.
+    static func freePort() throws -> UInt16 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(socket >= 0)
+        defer { close(socket) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        try #require(bound)
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// A connected socket, or -1 if nothing accepted within `seconds`.
+    static func connect(port: UInt16, within seconds: Double) -> Int32 {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            let connected = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if connected { return socket }
+            close(socket)
+            usleep(50_000)
+        }
+        return -1
+    }
+
+    /// What arrives on `socket` within `seconds`, up to the first `count` bytes.
+    static func read(_ socket: Int32, count: Int, within seconds: Double) -> [UInt8] {
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while received.count < count, Date() < deadline {
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 100) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let n = Glibc.read(socket, &buffer, buffer.count)
+            if n <= 0 { break }
+            received += buffer[..<n]
+        }
+        return received
+    }
+
+    @Test func aConnectionThatBringsNoLinkIsClosedAndTheNextPeerIsServed() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: CommandLineTests.binary.path), "no iapctl next to the tests: build the package first")
+        let port = try Self.freePort()
+        let directory = try CommandLineTests.temporaryDirectory()
+        let log = directory.appendingPathComponent("stderr")
+        try Data().write(to: log)
+        let process = Process()
+        process.executableURL = CommandLineTests.binary
+        process.arguments = ["phone", "--auth", "off", "--idle-limit", "1", "--transport", "tcp-listen:127.0.0.1:\(port)"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        // The first peer connects and says nothing.
+        let silent = Self.connect(port: port, within: 20)
+        try #require(silent >= 0, "the phone did not listen on \(port)")
+        defer { close(silent) }
+        // The second sends the detect sequence and waits in the listener's
+        // queue until the first connection is given up (after a second; the
+        // bound is generous for a loaded machine).
+        let next = Self.connect(port: port, within: 5)
+        try #require(next >= 0)
+        defer { close(next) }
+        #expect(write(next, Self.detect, Self.detect.count) == Self.detect.count)
+        let answer = Self.read(next, count: Self.detect.count, within: 30)
+        #expect(answer == Self.detect, "the next peer got \(answer) instead of the detect echo")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let text = String(decoding: try Data(contentsOf: log), as: UTF8.self)
+        #expect(text.contains("no link on this connection for 1.0 seconds; closing it to serve the next peer"), "\(text)")
+        #expect(text.contains("connection #1 ended; waiting for the next"), "\(text)")
+    }
+}
