@@ -497,6 +497,8 @@ struct SingleRun {
 // MARK: - Two link ends over a faulty wire
 
 struct PairRun {
+    /// Writes the wire holds in each direction.
+    static let wireCapacity = 4096
     var ends: [LinkEnd]
     let configurations: [LinkConfiguration]
     var now = LinkInstant.zero
@@ -530,7 +532,16 @@ struct PairRun {
             switch action {
             case .send(let bytes):
                 _ = checkWrite(bytes, link: links[side], who: name(side))
-                wire[1 - side].append(bytes)
+                // Like a transport's buffer, the wire holds only so much:
+                // an end that writes while the script delivers nothing (a
+                // detect every 7 ms for minutes) loses what does not fit,
+                // which the ends must recover from like any loss, instead
+                // of queueing more than the healed wire's rounds can carry.
+                if wire[1 - side].count < Self.wireCapacity {
+                    wire[1 - side].append(bytes)
+                } else {
+                    trace("  (the wire to \(name(1 - side)) is full: lost)")
+                }
             case .deliver(let session, let bytes):
                 guard let link = links[side] else { fatalError("FUZZ INVARIANT BROKEN: \(name(side)) delivered with no link up") }
                 unconsumed[side] += bytes.count
