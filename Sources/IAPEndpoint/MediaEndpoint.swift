@@ -96,6 +96,11 @@ public final class MediaEndpoint: @unchecked Sendable {
     // Touched only by the thread handling inputs.
     public private(set) var connection: Connection
     public private(set) var everUp = false
+    /// Counts link ups and downs: an answer of the edge's authenticator or
+    /// verifier made for an earlier link is dropped, not taken for the
+    /// current link's (a verdict on one accessory's certificate must never
+    /// pass for another's).
+    private var linkGeneration = 0
     /// Why the link last went down or the transport closed, in words for
     /// logs; nil while it has not.
     public private(set) var endReason: String?
@@ -267,6 +272,7 @@ public final class MediaEndpoint: @unchecked Sendable {
         switch event {
         case .link(.up(let link)):
             everUp = true
+            linkGeneration += 1
             let delivery = link.zeroAck ? "zero-ACK" : "retransmit after \(link.retransmitTimeout), at most \(link.maximumRetransmissions) times"
             let sessions = link.sessions.map { "\($0.id) \($0.type.name)" }.joined(separator: ", ")
             logger.info("link up: sending up to \(link.sendWindow) packets of \(link.sendPacketLength) bytes, \(delivery); sessions \(sessions)")
@@ -275,6 +281,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             heldOutgoing = []
             for message in held { perform(connection.send(message, now: now)) }
         case .link(.down(let reason)):
+            linkGeneration += 1
             logger.info("link down: \(reason)")
             endReason = "link down: \(reason)"
             dropBacklog(because: "the link went down")
@@ -324,14 +331,28 @@ public final class MediaEndpoint: @unchecked Sendable {
                     pending += connection.authenticatorAnswered(.failed("this head unit has no authenticator"), now: now())
                     continue
                 }
-                Task { [self] in submit(.authenticator(await authenticator(request))) }
+                let generation = linkGeneration
+                Task { [self] in
+                    let answer = await authenticator(request)
+                    submit(.action { [self] connection, now in
+                        guard generation == linkGeneration else { return [] }
+                        return connection.authenticatorAnswered(answer, now: now)
+                    })
+                }
             case .verify(let request):
                 guard let verifier = authentication.verifier else {
                     pending += connection.verified(request.isCertificate ? .certificateRejected("this phone has no verifier (use --auth off)")
                                                                          : .responseInvalid("this phone has no verifier"), now: now())
                     continue
                 }
-                Task { [self] in submit(.verified(await verifier(request))) }
+                let generation = linkGeneration
+                Task { [self] in
+                    let answer = await verifier(request)
+                    submit(.action { [self] connection, now in
+                        guard generation == linkGeneration else { return [] }
+                        return connection.verified(answer, now: now)
+                    })
+                }
             case .load(let token, let request):
                 guard let app else {
                     pending += connection.complete(token: token, with: .failed(.noSuchContent, "this phone serves no app"), at: now(), now: now())
