@@ -480,12 +480,13 @@ public struct LinkEnd: Sendable {
         switch configuration.role {
         case .device:
             // A renegotiation's SYN takes the number after the last packet
-            // received (the accessory waits for its packets in flight first).
+            // received (the accessory waits for its packets in flight first;
+            // a peer that reuses the last number is taken at its word too).
             // Any other SYN on a connected link means the peer started over,
             // or is an old SYN arriving late: the link goes down and the SYN
             // starts a new one. Renegotiating on it would set the received
             // sequence back and deliver again what came after that number.
-            if case .connected = state, header.sequence != receivedSequence &+ 1 {
+            if case .connected = state, header.sequence != receivedSequence &+ 1, header.sequence != receivedSequence {
                 goDown(.peerRestarted, now: now)
             }
             let renegotiating: Bool

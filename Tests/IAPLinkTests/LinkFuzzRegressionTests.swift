@@ -174,17 +174,19 @@ import IAPWire
         #expect(device.delivered.map(\.bytes) == [[1, 2], [3], [9]])
     }
 
-    /// A renegotiation's SYN, numbered after the last packet received, keeps
-    /// the link and its numbers.
-    @Test func aSYNFollowingTheLastPacketIsARenegotiation() throws {
+    /// A renegotiation's SYN, numbered after the last packet received (or
+    /// reusing that packet's number, as some peers may), keeps the link and
+    /// its numbers.
+    @Test(arguments: [UInt8(0x12), 0x11])
+    func aSYNFollowingTheLastPacketIsARenegotiation(synSequence: UInt8) throws {
         var device = try ScriptedLink.connectedDevice()
         try device.receive(ScriptedLink.data(0x11, [1, 2]))
         device.events.removeAll()
-        try device.receive(LinkPacket(control: .syn, sequence: 0x12, payload: LinkParameters().synchronization.encoded()))
-        try device.receive(LinkPacket(control: .ack, sequence: 0x12, acknowledgement: 0x80))
+        try device.receive(LinkPacket(control: .syn, sequence: synSequence, payload: LinkParameters().synchronization.encoded()))
+        try device.receive(LinkPacket(control: .ack, sequence: synSequence, acknowledgement: 0x80))
         #expect(device.events.contains { if case .renegotiated = $0 { true } else { false } }, "\(device.events)")
         #expect(!device.events.contains { if case .down = $0 { true } else { false } })
-        try device.receive(ScriptedLink.data(0x13, [4]))
+        try device.receive(ScriptedLink.data(synSequence &+ 1, [4]))
         #expect(device.delivered.map(\.bytes) == [[1, 2], [4]])
     }
 }
