@@ -22,8 +22,10 @@ public struct LinkEnd: Sendable {
         case listening
         /// Accessory: SYN sent, waiting for SYN+ACK.
         case synchronizing(proposal: LinkSynchronization, attempts: Int, next: LinkInstant, renegotiating: Bool)
-        /// Device: SYN+ACK sent, waiting for the ACK that completes the handshake.
-        case answered(link: NegotiatedLink, renegotiating: Bool)
+        /// Device: SYN+ACK sent, waiting for the ACK that completes the
+        /// handshake; the SYN+ACK goes again at `next` (nil on a zero-ACK
+        /// link, whose transport loses nothing).
+        case answered(link: NegotiatedLink, renegotiating: Bool, synAck: LinkPacket, attempts: Int, next: LinkInstant?)
         case connected(NegotiatedLink)
         /// Accessory after a failure, or after its link went down with the
         /// transport open: starts over at `at`.
@@ -93,6 +95,8 @@ public struct LinkEnd: Sendable {
     private var decoder: LinkStreamDecoder
     private var sendSequence: UInt8
     private var receivedSequence: UInt8 = 0
+    /// Accessory: the sequence number of the last SYN it sent.
+    private var lastSYNSequence: UInt8?
     private var unacked: [Outgoing] = []
     /// Packets received and not yet delivered: out of order, or in order but
     /// held while the reader is behind. Bounded by the receive window.
@@ -161,8 +165,10 @@ public struct LinkEnd: Sendable {
 
     private var linkDeadline: LinkInstant? {
         switch state {
-        case .idle, .closed, .listening, .answered:
+        case .idle, .closed, .listening:
             return nil
+        case .answered(_, _, _, _, let next):
+            return next
         case .restarting(let at):
             return at
         case .detecting(_, let next), .synchronizing(_, _, let next, _):
@@ -345,6 +351,20 @@ public struct LinkEnd: Sendable {
                 state = .synchronizing(proposal: proposal, attempts: attempts + 1, next: now + configuration.parameters.retransmitTimeout,
                                        renegotiating: renegotiating)
             }
+        case .answered(let link, let renegotiating, let synAck, let attempts, let next?) where now >= next:
+            // The ACK that completes the handshake has not come (lost, or
+            // the accessory waits for our messages): answer the SYN again,
+            // as the accessory repeats a SYN that gets no answer.
+            if attempts > max(1, link.maximumRetransmissions) {
+                if renegotiating {
+                    goDown(.retransmissionsExhausted(sequence: synAck.sequence, attempts: attempts - 1), now: now)
+                } else {
+                    fail(.handshakeUnacknowledged(attempts: attempts), now: now)
+                }
+            } else {
+                emitPacket(synAck, now: now)
+                state = .answered(link: link, renegotiating: renegotiating, synAck: synAck, attempts: attempts + 1, next: now + link.retransmitTimeout)
+            }
         case .connected(let link):
             connectedTick(link, now: now)
         default:
@@ -362,7 +382,7 @@ public struct LinkEnd: Sendable {
         case .restarting:
             closeQuietly()
             return takeActions()
-        case .connected, .answered(_, true), .synchronizing(_, _, _, true):
+        case .connected, .answered(_, true, _, _, _), .synchronizing(_, _, _, true):
             emitPacket(LinkPacket(control: .rst, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
             goDown(.localReset, now: now, restarting: false)
             return takeActions()
@@ -379,7 +399,7 @@ public struct LinkEnd: Sendable {
         switch state {
         case .idle, .closed:
             return []
-        case .connected, .answered(_, true), .synchronizing(_, _, _, true):
+        case .connected, .answered(_, true, _, _, _), .synchronizing(_, _, _, true):
             goDown(.transportClosed(why), now: now, restarting: false)
         default:
             closeQuietly()
@@ -412,7 +432,7 @@ public struct LinkEnd: Sendable {
             sendSYN(now: now, attempts: 1, renegotiating: false)
         case (.accessory, _):
             break
-        case (.device, .connected), (.device, .answered(_, true)):
+        case (.device, .connected), (.device, .answered(_, true, _, _, _)):
             goDown(.peerRestarted, now: now)
             emit(DetectSequence.bytes, now: now)
         case (.device, _):
@@ -421,6 +441,7 @@ public struct LinkEnd: Sendable {
     }
 
     private mutating func sendSYN(now: LinkInstant, attempts: Int, renegotiating: Bool) {
+        lastSYNSequence = sendSequence
         let proposal = configuration.parameters.synchronization
         emitPacket(LinkPacket(control: .syn, sequence: sendSequence, payload: proposal.encoded()), now: now)
         state = .synchronizing(proposal: proposal, attempts: attempts + 1, next: now + configuration.parameters.retransmitTimeout,
@@ -431,7 +452,7 @@ public struct LinkEnd: Sendable {
         let control = header.control
         if control.contains(.rst) {
             switch state {
-            case .connected, .answered(_, true): goDown(.peerReset, now: now)
+            case .connected, .answered(_, true, _, _, _): goDown(.peerReset, now: now)
             case .synchronizing(_, _, _, false): fail(.peerReset, now: now)
             case .synchronizing(_, _, _, true): goDown(.peerReset, now: now)
             default: break
@@ -445,7 +466,7 @@ public struct LinkEnd: Sendable {
         if control.contains(.slp) { actions.append(.event(.peerSleeping)) }
 
         switch state {
-        case .answered(let link, let renegotiating):
+        case .answered(let link, let renegotiating, _, _, _):
             // The accessory's ACK of our SYN+ACK completes the handshake (on a
             // renegotiation it may still lag behind packets in flight).
             let acknowledged = renegotiating ? Int(sendSequence &- header.acknowledgement) < 128 : header.acknowledgement == sendSequence
@@ -492,7 +513,7 @@ public struct LinkEnd: Sendable {
             let renegotiating: Bool
             switch state {
             case .connected: renegotiating = true
-            case .answered(_, let again): renegotiating = again
+            case .answered(_, let again, _, _, _): renegotiating = again
             default: renegotiating = false
             }
             switch LinkNegotiation.answer(to: sync, limits: configuration.parameters) {
@@ -506,11 +527,19 @@ public struct LinkEnd: Sendable {
                 // so packets in flight keep their numbers.
                 if !renegotiating { sendSequence = configuration.initialSequence }
                 receivedSequence = header.sequence
-                emitPacket(LinkPacket(control: [.syn, .ack], sequence: sendSequence, acknowledgement: header.sequence, payload: answer.encoded()), now: now)
+                let synAck = LinkPacket(control: [.syn, .ack], sequence: sendSequence, acknowledgement: header.sequence, payload: answer.encoded())
+                emitPacket(synAck, now: now)
                 let link = LinkNegotiation.negotiated(own: answer, peer: peer, timers: answer)
-                state = .answered(link: link, renegotiating: renegotiating)
+                state = .answered(link: link, renegotiating: renegotiating, synAck: synAck, attempts: 1,
+                                  next: link.zeroAck ? nil : now + link.retransmitTimeout)
             }
         case .accessory:
+            if case .connected = state, header.control.contains(.ack), header.acknowledgement == lastSYNSequence {
+                // The device answers our SYN again: it did not get the ACK
+                // that completed the handshake. Acknowledge again.
+                emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+                return
+            }
             guard case .synchronizing(let proposal, _, _, let renegotiating) = state, header.control.contains(.ack),
                   header.acknowledgement == sendSequence else { return }
             switch LinkNegotiation.accept(answer: sync, proposal: proposal) {

@@ -109,6 +109,8 @@ public enum LinkFailure: Hashable, Sendable, CustomStringConvertible {
     case iap1OnlyPeer(lingo: UInt8, command: UInt16)
     case detectUnanswered(attempts: Int)
     case synchronizationUnanswered(attempts: Int)
+    /// Device: the accessory never acknowledged this many SYN+ACKs.
+    case handshakeUnacknowledged(attempts: Int)
     case negotiationRefused([String])
     case peerReset
 
@@ -118,6 +120,7 @@ public enum LinkFailure: Hashable, Sendable, CustomStringConvertible {
             "the peer answered in iAP1 (lingo 0x\(String(lingo, radix: 16)), command 0x\(String(command, radix: 16))): it does not speak iAP2"
         case .detectUnanswered(let attempts): "no answer to \(attempts) detect sequences"
         case .synchronizationUnanswered(let attempts): "no answer to \(attempts) SYN packets"
+        case .handshakeUnacknowledged(let attempts): "no acknowledgement of \(attempts) SYN+ACK packets"
         case .negotiationRefused(let reasons): "link parameters refused: " + reasons.joined(separator: "; ")
         case .peerReset: "the peer reset the link during synchronisation"
         }

@@ -189,5 +189,63 @@ import IAPWire
         try device.receive(ScriptedLink.data(synSequence &+ 1, [4]))
         #expect(device.delivered.map(\.bytes) == [[1, 2], [4]])
     }
+
+    /// Pair mode, `5D 00 43 EB EB 2B FF FF 2B 2B 2B 2B 08 00 CA 00 83 00 9A 9E 01 28 10`:
+    /// the device's data packet lost, the accessory renegotiates, the ACK
+    /// that completes the renegotiation lost too. The device waited for that
+    /// ACK with no deadline at all (its data never went again) and the
+    /// accessory, up, had nothing to say: the link was stuck for good. Found
+    /// as "healed wire: not everything sent was delivered and the link did
+    /// not go down". The device now answers the SYN again after the
+    /// retransmission timeout, and the accessory acknowledges again.
+    @Test func aLostHandshakeACKIsRecoveredBySendingTheSYNACKAgain() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, initialSequence: 0x80))
+        device.start()
+        device.receive(DetectSequence.bytes)
+        try device.receive(LinkPacket(control: .syn, sequence: 0x10, payload: LinkParameters().synchronization.encoded()))
+        let synAcks = { device.packets.filter { $0.control == [.syn, .ack] } }
+        #expect(synAcks().count == 1)
+        // The ACK is lost: after the retransmission timeout the same answer goes again.
+        device.advance(.milliseconds(1_100))
+        #expect(synAcks().count == 2)
+        #expect(synAcks().last == synAcks().first)
+        try device.receive(LinkPacket(control: .ack, sequence: 0x10, acknowledgement: 0x80))
+        #expect(device.link.isUp)
+        // Up, it sends no more SYN+ACKs.
+        device.advance(.seconds(5))
+        #expect(synAcks().count == 2)
+    }
+
+    @Test func aDeviceWhoseSYNACKIsNeverAcknowledgedGivesUp() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, initialSequence: 0x80))
+        device.start()
+        device.receive(DetectSequence.bytes)
+        var proposal = LinkParameters()
+        proposal.maximumRetransmissions = 3
+        try device.receive(LinkPacket(control: .syn, sequence: 0x10, payload: proposal.synchronization.encoded()))
+        device.advance(.seconds(10))
+        #expect(device.packets.filter { $0.control == [.syn, .ack] }.count == 4)
+        #expect(device.events.contains(.failed(.handshakeUnacknowledged(attempts: 4))), "\(device.events)")
+        #expect(!device.link.isUp)
+        #expect(device.link.nextDeadline == nil)
+    }
+
+    @Test func aConnectedAccessoryAcknowledgesARepeatedSYNACK() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 4096)
+        let syn = try #require(accessory.packets.first { $0.control == .syn })
+        let before = accessory.written.count
+        var limits = LinkParameters()
+        limits.maximumPacketLength = 4096
+        guard case .success(let negotiated) = LinkNegotiation.answer(to: try LinkSynchronization(decoding: syn.payload), limits: limits) else {
+            Issue.record("the scripted device refused the accessory's proposal")
+            return
+        }
+        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x80, acknowledgement: syn.sequence, payload: negotiated.answer.encoded()))
+        let again = accessory.written[before...].compactMap { try? LinkPacket(decoding: $0) }
+        #expect(again.map(\.control) == [.ack], "\(again)")
+        #expect(again.first?.acknowledgement == 0x80)
+        #expect(accessory.link.isUp)
+        #expect(!accessory.events.contains { if case .renegotiated = $0 { true } else { false } })
+    }
 }
 

@@ -586,7 +586,9 @@ struct PairRun {
         guard !wire[side].isEmpty else { return }
         var chunk = wire[side].removeFirst()
         switch fault % 8 {
-        case 1: return  // dropped
+        case 1:  // dropped
+            trace("wire to \(name(side)) at \(now) drops \(describe(chunk))")
+            return
         case 2: wire[side].insert(chunk, at: 0)  // duplicated
         case 3: chunk[Int(script.byte()) % chunk.count] ^= script.byte() | 1  // one byte corrupted
         case 4:  // reordered
@@ -671,6 +673,7 @@ struct PairRun {
             if !wire[0].isEmpty || !wire[1].isEmpty {
                 let side = wire[0].isEmpty ? 1 : 0
                 let chunk = wire[side].removeFirst()
+                trace("healed wire to \(name(side)) at \(now): \(describe(chunk))")
                 handle(ends[side].receive(chunk, now: now), side: side)
                 for side in 0..<2 where unconsumed[side] > 0 { consume(side: side, part: 255) }
                 check()
