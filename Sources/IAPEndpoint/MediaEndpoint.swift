@@ -331,28 +331,14 @@ public final class MediaEndpoint: @unchecked Sendable {
                     pending += connection.authenticatorAnswered(.failed("this head unit has no authenticator"), now: now())
                     continue
                 }
-                let generation = linkGeneration
-                Task { [self] in
-                    let answer = await authenticator(request)
-                    submit(.action { [self] connection, now in
-                        guard generation == linkGeneration else { return [] }
-                        return connection.authenticatorAnswered(answer, now: now)
-                    })
-                }
+                answerLater({ await authenticator(request) }) { $0.authenticatorAnswered($1, now: $2) }
             case .verify(let request):
                 guard let verifier = authentication.verifier else {
                     pending += connection.verified(request.isCertificate ? .certificateRejected("this phone has no verifier (use --auth off)")
                                                                          : .responseInvalid("this phone has no verifier"), now: now())
                     continue
                 }
-                let generation = linkGeneration
-                Task { [self] in
-                    let answer = await verifier(request)
-                    submit(.action { [self] connection, now in
-                        guard generation == linkGeneration else { return [] }
-                        return connection.verified(answer, now: now)
-                    })
-                }
+                answerLater({ await verifier(request) }) { $0.verified($1, now: $2) }
             case .load(let token, let request):
                 guard let app else {
                     pending += connection.complete(token: token, with: .failed(.noSuchContent, "this phone serves no app"), at: now(), now: now())
@@ -422,6 +408,21 @@ public final class MediaEndpoint: @unchecked Sendable {
     private func receive(_ bytes: [UInt8], session: UInt8, now: LinkInstant) {
         perform(connection.received(session: session, bytes, now: now))
         driver.consumed(bytes.count)
+    }
+
+    /// Runs the edge's slow work (a signature, a certificate check) off the
+    /// handling thread and hands its answer to the core, unless the link it
+    /// was asked for has gone since.
+    private func answerLater<Answer: Sendable>(_ work: @escaping @Sendable () async -> Answer,
+                                               _ apply: @escaping @Sendable (inout Connection, Answer, LinkInstant) -> [Connection.Output]) {
+        let generation = linkGeneration
+        Task { [self] in
+            let answer = await work()
+            submit(.action { [self] connection, now in
+                guard generation == linkGeneration else { return [] }
+                return apply(&connection, answer, now)
+            })
+        }
     }
 
     private func dropBacklog(because reason: String) {
