@@ -515,6 +515,12 @@ struct PairRun {
     var links: [NegotiatedLink?] = [nil, nil]
     /// In flight towards end 0 (device) and end 1 (accessory).
     var wire: [[[UInt8]]] = [[], []]
+    /// Whether the next write towards each end is the rest of a write that
+    /// was split, its first part already delivered. That rest is neither
+    /// dropped nor swapped: a packet cut short and followed at once by the
+    /// next one is taken, corrupted, whenever the one-byte payload checksum
+    /// happens to match (one time in 256), which no iAP2 end can tell.
+    var splitRest = [false, false]
     /// Per end and session: bytes the application sent, and how many of the
     /// other end's have been delivered here.
     var sent: [[UInt8: [UInt8]]] = [[:], [:]]
@@ -595,7 +601,12 @@ struct PairRun {
     mutating func deliver(to side: Int, fault: UInt8, _ script: inout Script) {
         guard !wire[side].isEmpty else { return }
         var chunk = wire[side].removeFirst()
-        switch fault % 8 {
+        var fault = fault % 8
+        if splitRest[side] {
+            splitRest[side] = false
+            if fault == 1 || fault == 4 { fault = 0 }
+        }
+        switch fault {
         case 1:  // dropped
             trace("wire to \(name(side)) at \(now) drops \(describe(chunk))")
             return
@@ -607,11 +618,12 @@ struct PairRun {
             let cut = Int(script.byte()) % chunk.count
             if cut > 0 {
                 wire[side].insert(Array(chunk[cut...]), at: 0)
+                splitRest[side] = true
                 chunk = Array(chunk[..<cut])
             }
         default: break
         }
-        trace("wire to \(name(side)) (fault \(fault % 8)) at \(now): \(describe(chunk))")
+        trace("wire to \(name(side)) (fault \(fault)) at \(now): \(describe(chunk))")
         handle(ends[side].receive(chunk, now: now), side: side)
     }
 
@@ -683,6 +695,7 @@ struct PairRun {
             if !wire[0].isEmpty || !wire[1].isEmpty {
                 let side = wire[0].isEmpty ? 1 : 0
                 let chunk = wire[side].removeFirst()
+                splitRest[side] = false
                 trace("healed wire to \(name(side)) at \(now): \(describe(chunk))")
                 handle(ends[side].receive(chunk, now: now), side: side)
                 for side in 0..<2 where unconsumed[side] > 0 { consume(side: side, part: 255) }
