@@ -82,7 +82,7 @@ extension ConformanceCase {
                  "the two ends run with different timers")
     }
 
-    static let negotiationRefused = ConformanceCase(name: "negotiation-refused", purpose: "out-of-range proposals are adjusted or refused with a reason, never used") { s in
+    static let negotiationRefused = ConformanceCase(name: "negotiation-refused", purpose: "out-of-range proposals and answers are adjusted or refused with a reason, never used as they are") { s in
         // 1. Out of range but adjustable: the device answers in range and says what it used.
         let wild = LinkParameters(maximumOutstandingPackets: 200, maximumPacketLength: 1024, retransmitTimeout: .milliseconds(5),
                                   cumulativeAckTimeout: .milliseconds(3), maximumRetransmissions: 40, maximumCumulativeAcks: 3)
@@ -149,25 +149,38 @@ extension ConformanceCase {
             s.expect(!answered, "the device answered a SYN with \(name)")
         }
 
-        // 3. A device answering out of range is refused by the accessory.
-        s.configure()
-        var faults = WireFaults.none
-        faults.blackholeFrom = 1
-        s.simulation.setFaults(faults, towards: .accessory)
-        s.simulation.start()
-        s.simulation.run(for: .milliseconds(10))
-        s.simulation.inject(DetectSequence.bytes, to: .accessory)
-        var answer = LinkParameters().synchronization
-        answer.maximumRetransmissions = 99
-        let synAck = (try? LinkPacket(control: [.syn, .ack], sequence: 1, acknowledgement: 0x2B, payload: answer.encoded()).encoded()) ?? []
-        s.simulation.inject(synAck, to: .accessory)
-        let failure = s.simulation.events(.accessory).compactMap { event -> LinkFailure? in
+        // 3. The accessory takes the device's answer: a value out of range is
+        // clamped to what it can run on and reported; an answer no link can
+        // run on is refused with RST and a reason.
+        func answerAccessory(_ change: (inout LinkSynchronization) -> Void) -> [LinkEvent] {
+            s.configure()
+            var faults = WireFaults.none
+            faults.blackholeFrom = 1
+            s.simulation.setFaults(faults, towards: .accessory)
+            s.simulation.start()
+            s.simulation.run(for: .milliseconds(10))
+            s.simulation.inject(DetectSequence.bytes, to: .accessory)
+            var answer = LinkParameters().synchronization
+            change(&answer)
+            let synAck = (try? LinkPacket(control: [.syn, .ack], sequence: 1, acknowledgement: 0x2B, payload: answer.encoded()).encoded()) ?? []
+            s.simulation.inject(synAck, to: .accessory)
+            return s.simulation.events(.accessory)
+        }
+        let clamped = answerAccessory { $0.maximumRetransmissions = 99 }
+        let notes = clamped.flatMap { event -> [String] in
+            if case .negotiationAdjusted(let notes) = event { return notes }
+            return []
+        }
+        s.expect(clamped.contains(where: isUp), "the accessory did not take an answer it can run on: \(clamped)")
+        s.expect(notes.contains { $0.contains("max retransmissions 99") && $0.contains("using 30") }, "the accessory did not say what it used: \(notes)")
+        s.expect(s.simulation.accessory.negotiated?.maximumRetransmissions == 30, "the accessory kept 99 retransmissions")
+        let refusedAnswer = answerAccessory { $0.maximumPacketLength = 10 }.compactMap { event -> LinkFailure? in
             if case .failed(let failure) = event { failure } else { nil }
         }
-        if case .negotiationRefused(let reasons)? = failure.first {
-            s.expect(reasons.contains { $0.contains("max retransmissions 99") }, "the refusal does not name the bad value: \(reasons)")
+        if case .negotiationRefused(let reasons)? = refusedAnswer.first {
+            s.expect(reasons.contains { $0.contains("max packet length 10") }, "the refusal does not name the bad value: \(reasons)")
         } else {
-            s.expect(false, "the accessory accepted an out-of-range answer: \(failure)")
+            s.expect(false, "the accessory accepted an answer with 10-byte packets: \(refusedAnswer)")
         }
     }
 
@@ -485,7 +498,18 @@ extension ConformanceCase {
         if up { s.transfer([(.accessory, 1, Scenario.payload(1000, seed: s.seed + 1)), (.device, 1, Scenario.payload(1000, seed: s.seed + 2))]) }
     }
 
-    static let silentPeer = ConformanceCase(name: "silent-peer", purpose: "a peer that goes silent on an idle link is declared gone once, at the silence limit") { s in
+    static let silentPeer = ConformanceCase(name: "silent-peer", purpose: "a peer that keeps the link alive and goes silent is declared gone once, at the silence limit; one that never keeps alive is not") { s in
+        // A peer that sends nothing on an idle link (many phones and
+        // accessories) keeps its link.
+        var quietDevice = Scenario.device()
+        quietDevice.keepAliveInterval = nil
+        var watchful = Scenario.accessory()
+        watchful.silenceLimit = .seconds(5)
+        s.configure(accessory: watchful, device: quietDevice)
+        guard s.connect() else { return }
+        s.simulation.run(for: .seconds(30))
+        s.expect(s.count(.accessory, where: isDown) == 0, "the accessory dropped an idle peer that sends no keep-alives")
+
         var accessory = Scenario.accessory()
         accessory.keepAliveInterval = .seconds(1)
         accessory.silenceLimit = .seconds(5)

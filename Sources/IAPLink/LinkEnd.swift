@@ -115,6 +115,13 @@ public struct LinkEnd: Sendable {
     private var nextSessionIndex = 0
     private var lastSent = LinkInstant.zero
     private var lastReceived = LinkInstant.zero
+    /// When this end last sent or resent a data packet.
+    private var lastDataSent: LinkInstant?
+    /// Whether the peer has sent a keep-alive on this connection: a bare
+    /// ACK that nothing of ours prompted. Only then does its silence mean it
+    /// is gone; phones and accessories that send nothing on an idle link
+    /// are common, and their links must stay up.
+    private var peerKeepsAlive = false
     /// Since when the decoder has held an incomplete packet, and the stream
     /// offset its buffered bytes reached then: candidates starting before it
     /// have waited the whole timeout.
@@ -185,7 +192,7 @@ public struct LinkEnd: Sendable {
                 consider(ackDeadline)
             }
             if let interval = configuration.keepAliveInterval { consider(lastSent + interval) }
-            if let limit = configuration.silenceLimit { consider(lastReceived + limit) }
+            if peerKeepsAlive, let limit = configuration.silenceLimit { consider(lastReceived + limit) }
             return deadline
         }
     }
@@ -477,6 +484,12 @@ public struct LinkEnd: Sendable {
             becomeConnected(link, renegotiated: renegotiating, now: now)
             connectedPacket(header, payload: payload, link: link, now: now)
         case .connected(let link):
+            if !peerKeepsAlive, control == .ack, payload.isEmpty, unacked.isEmpty,
+               lastDataSent.map({ now - $0 >= link.retransmitTimeout }) ?? true {
+                // A bare ACK with nothing of ours in flight or just resent to
+                // answer (the ACK completing a handshake comes before this).
+                peerKeepsAlive = true
+            }
             connectedPacket(header, payload: payload, link: link, now: now)
         case .listening:
             // Traffic for a connection this end does not have (it restarted):
@@ -542,7 +555,7 @@ public struct LinkEnd: Sendable {
             }
             guard case .synchronizing(let proposal, _, _, let renegotiating) = state, header.control.contains(.ack),
                   header.acknowledgement == sendSequence else { return }
-            switch LinkNegotiation.accept(answer: sync, proposal: proposal) {
+            switch LinkNegotiation.reading(answer: sync, proposal: proposal) {
             case .failure(let failure):
                 emitPacket(LinkPacket(control: .rst, sequence: sendSequence), now: now)
                 if renegotiating {
@@ -550,7 +563,8 @@ public struct LinkEnd: Sendable {
                 } else {
                     fail(.negotiationRefused(failure.reasons), now: now)
                 }
-            case .success(let link):
+            case .success(let (link, adjustments)):
+                if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
                 // On a renegotiation the receive sequence carries on: the
                 // device's packets in flight arrive with their old numbers.
                 if !renegotiating { receivedSequence = header.sequence }
@@ -572,7 +586,10 @@ public struct LinkEnd: Sendable {
         ackDeadline = nil
         lastReceived = now
         restartDelay = nil
-        if !renegotiated { reportedViolations.removeAll() }
+        if !renegotiated {
+            reportedViolations.removeAll()
+            peerKeepsAlive = false
+        }
         let ids = link.sessions.map(\.id)
         for id in ids where queues[id] == nil { queues[id] = SessionQueue() }
         sessionOrder = ids
@@ -742,6 +759,7 @@ public struct LinkEnd: Sendable {
         var packet = unacked[index].packet
         unacked[index].retransmissions += 1
         unacked[index].deadline = now + link.retransmitTimeout
+        lastDataSent = now
         statistics.retransmissions += 1
         statistics.packetsSent += 1
         // The current acknowledgement, and the header checksum over it.
@@ -753,7 +771,7 @@ public struct LinkEnd: Sendable {
     }
 
     private mutating func connectedTick(_ link: NegotiatedLink, now: LinkInstant) {
-        if let limit = configuration.silenceLimit, now - lastReceived >= limit {
+        if peerKeepsAlive, let limit = configuration.silenceLimit, now - lastReceived >= limit {
             goDown(.peerSilent(now - lastReceived), now: now)
             return
         }
@@ -789,6 +807,7 @@ public struct LinkEnd: Sendable {
             let packet = queues[session]!.takePacket(link.maximumPayload, sequence: sendSequence, acknowledgement: receivedSequence, session: session)
             statistics.packetsSent += 1
             emit(packet, now: now)
+            lastDataSent = now
             if !link.zeroAck {
                 unacked.append(Outgoing(sequence: sendSequence, packet: packet, deadline: now + link.retransmitTimeout, retransmissions: 0, heldByPeer: false))
             }

@@ -3,9 +3,10 @@ import IAPWire
 /// What one link end proposes (the accessory) or accepts at most (the device).
 ///
 /// `maximumOutstandingPackets` and `maximumPacketLength` are this end's own
-/// receive limits and are taken by the peer as they are. The timers and
-/// counts settle on the smaller of the two proposals (IAP-FACTS.md, as the
-/// reference link code negotiates).
+/// receive limits and are taken by the peer as they are. The device settles
+/// the timers and counts on the smaller of the two proposals (IAP-FACTS.md,
+/// as the reference link code negotiates); the accessory takes the device's
+/// answer (`LinkNegotiation.reading(answer:proposal:)`).
 public struct LinkParameters: Hashable, Sendable {
     public var maximumOutstandingPackets: Int
     public var maximumPacketLength: Int
@@ -168,29 +169,99 @@ public enum LinkNegotiation {
         return .success((answer, peer, adjustments))
     }
 
-    /// The accessory's check of the device's answer: acceptable when every
-    /// value is in range, no timer or count exceeds what was proposed, and the
-    /// sessions are the ones offered.
+    /// The accessory's reading of the device's answer, without the
+    /// adjustments it reports; see `reading(answer:proposal:)`.
     public static func accept(answer: LinkSynchronization, proposal: LinkSynchronization) -> Result<NegotiatedLink, NegotiationFailure> {
-        var problems = answer.violations
-        if answer.sessions != proposal.sessions { problems.append("the answer's sessions differ from those offered") }
-        if answer.isZeroAck != proposal.isZeroAck { problems.append("the answer does not keep the proposed zero-ACK choice") }
-        if !answer.isZeroAck {
-            if answer.retransmitTimeoutMilliseconds > proposal.retransmitTimeoutMilliseconds {
-                problems.append("retransmission timeout raised from \(proposal.retransmitTimeoutMilliseconds) to \(answer.retransmitTimeoutMilliseconds) ms")
-            }
-            if answer.cumulativeAckTimeoutMilliseconds > proposal.cumulativeAckTimeoutMilliseconds {
-                problems.append("cumulative ACK timeout raised from \(proposal.cumulativeAckTimeoutMilliseconds) to \(answer.cumulativeAckTimeoutMilliseconds) ms")
-            }
-            if answer.maximumRetransmissions > proposal.maximumRetransmissions {
-                problems.append("max retransmissions raised from \(proposal.maximumRetransmissions) to \(answer.maximumRetransmissions)")
-            }
-            if answer.maximumCumulativeAcks > proposal.maximumCumulativeAcks {
-                problems.append("max cumulative ACKs raised from \(proposal.maximumCumulativeAcks) to \(answer.maximumCumulativeAcks)")
-            }
+        reading(answer: answer, proposal: proposal).map(\.link)
+    }
+
+    /// The accessory's reading of the device's answer. The device answers
+    /// with its own, possibly adjusted, values and the accessory takes them
+    /// (phones and head units in the field answer with timers raised over
+    /// the proposal, or a cumulative-ACK timeout over half the
+    /// retransmission timeout): each such value is used as the device sent
+    /// it, clamped only where this end could not run on it (a timer under
+    /// its minimum, no retransmission at all, acknowledging later than half
+    /// the retransmission timeout or after more packets than fit a window),
+    /// and every difference is reported. Refused, since no link can run on
+    /// it: a link version other than 1, a window of 0, packets too short to
+    /// carry data, the zero-ACK choice not kept, no control session, or a
+    /// session the accessory did not offer.
+    public static func reading(answer: LinkSynchronization, proposal: LinkSynchronization)
+        -> Result<(link: NegotiatedLink, adjustments: [String]), NegotiationFailure> {
+        var refusals: [String] = []
+        if answer.version != LinkSynchronization.supportedVersion {
+            refusals.append("link version \(answer.version) is not supported (only \(LinkSynchronization.supportedVersion))")
         }
-        if !problems.isEmpty { return .failure(NegotiationFailure(reasons: problems)) }
-        return .success(negotiated(own: proposal, peer: answer, timers: answer))
+        if answer.maximumOutstandingPackets == 0 {
+            refusals.append("max outstanding packets 0: this end could never send a packet")
+        }
+        if Int(answer.maximumPacketLength) < LinkSynchronization.minimumPacketLength {
+            refusals.append("max packet length \(answer.maximumPacketLength) is below \(LinkSynchronization.minimumPacketLength): no packet could carry data")
+        }
+        if answer.isZeroAck != proposal.isZeroAck {
+            refusals.append(proposal.isZeroAck ? "the answer turns the proposed zero-ACK link into an acknowledged one"
+                                               : "the answer turns the proposed acknowledged link into a zero-ACK one")
+        }
+        if !answer.sessions.contains(where: { $0.type == .control }) {
+            refusals.append("the answer has no control session")
+        }
+        for session in answer.sessions where !proposal.sessions.contains(session) {
+            refusals.append("the answer has session \(session.id) (\(session.type), version \(session.version)), which was not offered")
+        }
+        if Set(answer.sessions.map(\.id)).count != answer.sessions.count {
+            refusals.append("the answer's session ids are not unique")
+        }
+        if !refusals.isEmpty { return .failure(NegotiationFailure(reasons: refusals)) }
+
+        var adjustments: [String] = []
+        var peer = answer
+        let windowLimit = LinkSynchronization.maximumOutstandingRange.upperBound
+        if Int(answer.maximumOutstandingPackets) > windowLimit {
+            peer.maximumOutstandingPackets = UInt8(windowLimit)
+            adjustments.append("max outstanding packets \(answer.maximumOutstandingPackets) is over \(windowLimit): sending at most \(windowLimit) unacknowledged")
+        }
+        if answer.sessions.count < proposal.sessions.count {
+            let left = proposal.sessions.filter { !answer.sessions.contains($0) }.map { String($0.id) }.joined(separator: ", ")
+            adjustments.append("the device left out session \(left): using the \(answer.sessions.count) it answered")
+        }
+        var timers = answer
+        if !answer.isZeroAck {
+            let rto = max(Int(answer.retransmitTimeoutMilliseconds), LinkSynchronization.minimumRetransmitTimeout)
+            if Int(answer.retransmitTimeoutMilliseconds) < LinkSynchronization.minimumRetransmitTimeout {
+                adjustments.append("retransmission timeout \(answer.retransmitTimeoutMilliseconds) ms is below \(LinkSynchronization.minimumRetransmitTimeout) ms: using \(rto) ms")
+            } else if answer.retransmitTimeoutMilliseconds > proposal.retransmitTimeoutMilliseconds {
+                adjustments.append("the device raised the retransmission timeout from \(proposal.retransmitTimeoutMilliseconds) to \(rto) ms: using \(rto) ms")
+            }
+            // Acknowledging sooner than asked is always allowed; later than
+            // half the retransmission timeout would make the device resend
+            // what arrived.
+            let cack = max(LinkSynchronization.minimumCumulativeAckTimeout, min(Int(answer.cumulativeAckTimeoutMilliseconds), rto / 2))
+            if cack != Int(answer.cumulativeAckTimeoutMilliseconds) {
+                adjustments.append("cumulative ACK timeout \(answer.cumulativeAckTimeoutMilliseconds) ms is outside \(LinkSynchronization.minimumCumulativeAckTimeout) ms to half the retransmission timeout: acknowledging within \(cack) ms")
+            } else if answer.cumulativeAckTimeoutMilliseconds > proposal.cumulativeAckTimeoutMilliseconds {
+                adjustments.append("the device raised the cumulative ACK timeout from \(proposal.cumulativeAckTimeoutMilliseconds) to \(cack) ms: using \(cack) ms")
+            }
+            let range = LinkSynchronization.maximumRetransmissionsRange
+            let retries = min(max(Int(answer.maximumRetransmissions), range.lowerBound), range.upperBound)
+            if retries != Int(answer.maximumRetransmissions) {
+                adjustments.append("max retransmissions \(answer.maximumRetransmissions) is outside \(range.lowerBound)...\(range.upperBound): using \(retries)")
+            } else if answer.maximumRetransmissions > proposal.maximumRetransmissions {
+                adjustments.append("the device raised max retransmissions from \(proposal.maximumRetransmissions) to \(retries): using \(retries)")
+            }
+            let ackLimit = min(LinkSynchronization.maximumCumulativeAcksLimit, Int(proposal.maximumOutstandingPackets), Int(peer.maximumOutstandingPackets))
+            let acks = min(Int(answer.maximumCumulativeAcks), ackLimit)
+            if acks != Int(answer.maximumCumulativeAcks) {
+                adjustments.append("max cumulative ACKs \(answer.maximumCumulativeAcks) exceeds \(ackLimit) (the smaller of 127 and both windows): using \(acks)")
+            } else if answer.maximumCumulativeAcks > proposal.maximumCumulativeAcks {
+                adjustments.append("the device raised max cumulative ACKs from \(proposal.maximumCumulativeAcks) to \(acks): using \(acks)")
+            }
+            timers.retransmitTimeoutMilliseconds = UInt16(clamping: rto)
+            timers.cumulativeAckTimeoutMilliseconds = UInt16(clamping: cack)
+            timers.maximumRetransmissions = UInt8(clamping: retries)
+            timers.maximumCumulativeAcks = UInt8(clamping: acks)
+        }
+        return .success((negotiated(own: proposal, peer: peer, timers: timers), adjustments))
     }
 
     /// The link as one end runs it, from its own SYN payload, the peer's and

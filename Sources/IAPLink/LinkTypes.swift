@@ -21,7 +21,12 @@ public struct LinkConfiguration: Sendable {
     /// When nothing was sent for this long, a bare ACK is sent so that the
     /// peer keeps hearing from this end; nil disables.
     public var keepAliveInterval: Duration?
-    /// A connected peer silent for this long is gone; nil disables.
+    /// A connected peer silent for this long is gone; nil disables. Only a
+    /// peer that keeps the link alive (has sent, on this connection, a bare
+    /// ACK that no packet of this end prompted) is held to it: many phones
+    /// and accessories send nothing on an idle link, and theirs stays up
+    /// (their loss shows as a closed transport, or as retransmissions
+    /// exhausted once there is something to send).
     public var silenceLimit: Duration?
     /// Bytes each session may have queued but not yet sent.
     public var sendQueueLimit: Int

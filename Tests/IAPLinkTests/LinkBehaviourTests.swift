@@ -44,43 +44,6 @@ import IAPWire
         #expect(device.delivered.isEmpty)
     }
 
-    /// The device may lower the cumulative-ACK count but never raise it over
-    /// the accessory's proposal, even when the raised count would still fit
-    /// in the window.
-    @Test func anAnswerRaisingTheCumulativeACKCountIsRefused() throws {
-        let proposal = LinkParameters(maximumOutstandingPackets: 8, maximumCumulativeAcks: 2).synchronization
-        var answer = proposal
-        answer.maximumCumulativeAcks = 4
-        #expect(answer.violations.isEmpty)
-        switch LinkNegotiation.accept(answer: answer, proposal: proposal) {
-        case .success(let link):
-            Issue.record("an answer raising max cumulative ACKs from 2 to 4 was accepted: \(link)")
-        case .failure(let failure):
-            #expect(failure.reasons.contains { $0.contains("max cumulative ACKs raised from 2 to 4") }, "\(failure)")
-        }
-        // Lowering it is fine.
-        answer.maximumCumulativeAcks = 1
-        if case .failure(let failure) = LinkNegotiation.accept(answer: answer, proposal: proposal) {
-            Issue.record("an answer lowering max cumulative ACKs was refused: \(failure)")
-        }
-
-        // The accessory end answers such a SYN+ACK with RST and reports why.
-        var configuration = LinkConfiguration(role: .accessory, parameters: LinkParameters(maximumOutstandingPackets: 8, maximumCumulativeAcks: 2),
-                                              skipDetect: true, initialSequence: 0x2B)
-        configuration.restart = nil
-        var accessory = ScriptedLink(configuration)
-        accessory.start()
-        #expect(accessory.packets.map(\.control) == [.syn])
-        answer.maximumCumulativeAcks = 4
-        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x80, acknowledgement: 0x2B, payload: answer.encoded()))
-        #expect(!accessory.link.isUp)
-        #expect(accessory.packets.map(\.control) == [.syn, .rst])
-        let refused = accessory.events.compactMap { event -> [String]? in
-            if case .failed(.negotiationRefused(let reasons)) = event { reasons } else { nil }
-        }.first ?? []
-        #expect(refused.contains { $0.contains("max cumulative ACKs raised from 2 to 4") }, "\(accessory.events)")
-    }
-
     /// A renegotiation keeps sequence numbers going both ways: the device's
     /// SYN+ACK names the last packet it sent and its data after the new SYN
     /// carries on from there and reaches the accessory.
