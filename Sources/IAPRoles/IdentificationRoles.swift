@@ -89,14 +89,16 @@ public struct HeadUnitIdentificationRole: Sendable {
 
 extension AccessoryIdentity {
     /// The head unit `iapctl head-unit` identifies as.
-    public static let devKitHeadUnit = AccessoryIdentity(
-        name: "iap-devkit head unit", modelIdentifier: "DK-HU1", manufacturer: "iap-devkit", serialNumber: "DK-0001",
-        firmwareVersion: "0.1.0", hardwareVersion: "sim", messagesSent: [
-            MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, MessageID.startHID, MessageID.accessoryHIDReport, MessageID.stopHID,
-        ] + MediaMessage.headUnitSends.filter { $0 != MessageID.startNowPlayingUpdates && $0 != MessageID.stopNowPlayingUpdates }
-            + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
-        messagesReceived: MediaMessage.phoneSends, powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,
-        currentLanguage: "en", supportedLanguages: ["en", "de"], transportComponent: .usbHost(id: 1, name: "iAP2 over USB"),
-        hidComponents: [HIDComponent(id: 1, name: "Steering wheel", function: 1)])
+    public static let devKitHeadUnit: AccessoryIdentity = {
+        // The standard iAP2 messages first, each id declared once.
+        let standard = [MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, MessageID.startHID, MessageID.accessoryHIDReport, MessageID.stopHID]
+        return AccessoryIdentity(
+            name: "iap-devkit head unit", modelIdentifier: "DK-HU1", manufacturer: "iap-devkit", serialNumber: "DK-0001",
+            firmwareVersion: "0.1.0", hardwareVersion: "sim", messagesSent: standard + MediaMessage.headUnitSends.filter { !standard.contains($0) }
+                + Array(stride(from: DiagnosticPing.requestIDs.lowerBound, through: DiagnosticPing.requestIDs.upperBound, by: 2)),
+            messagesReceived: MediaMessage.phoneSends, powerProvidingCapability: 0, maximumCurrentDrawnMilliamps: 0,
+            currentLanguage: "en", supportedLanguages: ["en", "de"], transportComponent: .usbHost(id: 1, name: "iAP2 over USB"),
+            hidComponents: [HIDComponent(id: 1, name: "Steering wheel", function: 1)])
+    }()
 }
 

@@ -48,6 +48,16 @@ import IAPWire
         #expect(log.contains("head unit: identification accepted"), "\(log)")
     }
 
+    /// A device reading the declared lists sees each id once, and every
+    /// message the head unit's roles send or take is declared.
+    @Test func theDevKitHeadUnitDeclaresEachMessageOnce() {
+        let identity = AccessoryIdentity.devKitHeadUnit
+        #expect(Set(identity.messagesSent).count == identity.messagesSent.count, "\(identity.messagesSent.map { String($0, radix: 16) })")
+        #expect(Set(identity.messagesReceived).count == identity.messagesReceived.count)
+        #expect(Set(MediaMessage.headUnitSends).isSubset(of: identity.messagesSent))
+        #expect(Set(MediaMessage.phoneSends).isSubset(of: identity.messagesReceived))
+    }
+
     @Test func missingAndMalformedParametersAreEachNamed() throws {
         typealias Information = ParameterID.IdentificationInformation
         var message = AccessoryIdentity.devKitHeadUnit.message
