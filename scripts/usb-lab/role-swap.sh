@@ -104,8 +104,10 @@ if [ "$restart" = 1 ]; then
     wait "$phone_pid" 2>/dev/null
     timeout 90 "$iapctl" phone --transport usb:1209:1 > "$out/phone-4.log" 2>&1 &
     phone_pid=$!
-    # The head unit notices the silence after 10 s (link down: nothing heard
-    # from the peer); give it 30 s in all to start over.
+    # The head unit learns that its peer is gone from the new phone's RST to
+    # its next keep-alive (a listening device resets a connection it does
+    # not have), or after 10 s of silence from a phone that kept the link
+    # alive; give it 30 s in all to start over.
     check "restart: phone 4 (new process, same USB connection) brings the link up" \
         within 300 grep -q 'phone: link up' "$out/phone-4.log"
     check "restart: phone 4 identified head-unit #3" within 50 grep -q 'phone: identified iap-devkit head unit.*accepted' "$out/phone-4.log"
