@@ -183,10 +183,11 @@ public enum LinkNegotiation {
     /// it, clamped only where this end could not run on it (a timer under
     /// its minimum, no retransmission at all, acknowledging later than half
     /// the retransmission timeout or after more packets than fit a window),
-    /// and every difference is reported. Refused, since no link can run on
-    /// it: a link version other than 1, a window of 0, packets too short to
-    /// carry data, the zero-ACK choice not kept, no control session, or a
-    /// session the accessory did not offer.
+    /// and every difference is reported; a zero-ACK proposal answered with
+    /// timers runs acknowledged. Refused, since no link can run on it: a
+    /// link version other than 1, a window of 0, packets too short to carry
+    /// data, a zero-ACK answer to an acknowledged proposal, no control
+    /// session, or a session the accessory did not offer.
     public static func reading(answer: LinkSynchronization, proposal: LinkSynchronization)
         -> Result<(link: NegotiatedLink, adjustments: [String]), NegotiationFailure> {
         var refusals: [String] = []
@@ -199,9 +200,8 @@ public enum LinkNegotiation {
         if Int(answer.maximumPacketLength) < LinkSynchronization.minimumPacketLength {
             refusals.append("max packet length \(answer.maximumPacketLength) is below \(LinkSynchronization.minimumPacketLength): no packet could carry data")
         }
-        if answer.isZeroAck != proposal.isZeroAck {
-            refusals.append(proposal.isZeroAck ? "the answer turns the proposed zero-ACK link into an acknowledged one"
-                                               : "the answer turns the proposed acknowledged link into a zero-ACK one")
+        if answer.isZeroAck && !proposal.isZeroAck {
+            refusals.append("the answer turns the proposed acknowledged link into a zero-ACK one")
         }
         if !answer.sessions.contains(where: { $0.type == .control }) {
             refusals.append("the answer has no control session")
@@ -226,11 +226,18 @@ public enum LinkNegotiation {
             adjustments.append("the device left out session \(left): using the \(answer.sessions.count) it answered")
         }
         var timers = answer
+        if proposal.isZeroAck && !answer.isZeroAck {
+            // A device that does not take zero-ACK links (iOS before 9, in
+            // public accessory code) answers with timers: run with them.
+            adjustments.append("the device answered the zero-ACK proposal with an acknowledged link: acknowledging and retransmitting")
+        }
         if !answer.isZeroAck {
+            // Against a zero-ACK proposal nothing was "raised": only bounds are reported.
+            let compared = proposal.isZeroAck ? answer : proposal
             let rto = max(Int(answer.retransmitTimeoutMilliseconds), LinkSynchronization.minimumRetransmitTimeout)
             if Int(answer.retransmitTimeoutMilliseconds) < LinkSynchronization.minimumRetransmitTimeout {
                 adjustments.append("retransmission timeout \(answer.retransmitTimeoutMilliseconds) ms is below \(LinkSynchronization.minimumRetransmitTimeout) ms: using \(rto) ms")
-            } else if answer.retransmitTimeoutMilliseconds > proposal.retransmitTimeoutMilliseconds {
+            } else if answer.retransmitTimeoutMilliseconds > compared.retransmitTimeoutMilliseconds {
                 adjustments.append("the device raised the retransmission timeout from \(proposal.retransmitTimeoutMilliseconds) to \(rto) ms: using \(rto) ms")
             }
             // Acknowledging sooner than asked is always allowed; later than
@@ -239,21 +246,21 @@ public enum LinkNegotiation {
             let cack = max(LinkSynchronization.minimumCumulativeAckTimeout, min(Int(answer.cumulativeAckTimeoutMilliseconds), rto / 2))
             if cack != Int(answer.cumulativeAckTimeoutMilliseconds) {
                 adjustments.append("cumulative ACK timeout \(answer.cumulativeAckTimeoutMilliseconds) ms is outside \(LinkSynchronization.minimumCumulativeAckTimeout) ms to half the retransmission timeout: acknowledging within \(cack) ms")
-            } else if answer.cumulativeAckTimeoutMilliseconds > proposal.cumulativeAckTimeoutMilliseconds {
+            } else if answer.cumulativeAckTimeoutMilliseconds > compared.cumulativeAckTimeoutMilliseconds {
                 adjustments.append("the device raised the cumulative ACK timeout from \(proposal.cumulativeAckTimeoutMilliseconds) to \(cack) ms: using \(cack) ms")
             }
             let range = LinkSynchronization.maximumRetransmissionsRange
             let retries = min(max(Int(answer.maximumRetransmissions), range.lowerBound), range.upperBound)
             if retries != Int(answer.maximumRetransmissions) {
                 adjustments.append("max retransmissions \(answer.maximumRetransmissions) is outside \(range.lowerBound)...\(range.upperBound): using \(retries)")
-            } else if answer.maximumRetransmissions > proposal.maximumRetransmissions {
+            } else if answer.maximumRetransmissions > compared.maximumRetransmissions {
                 adjustments.append("the device raised max retransmissions from \(proposal.maximumRetransmissions) to \(retries): using \(retries)")
             }
             let ackLimit = min(LinkSynchronization.maximumCumulativeAcksLimit, Int(proposal.maximumOutstandingPackets), Int(peer.maximumOutstandingPackets))
             let acks = min(Int(answer.maximumCumulativeAcks), ackLimit)
             if acks != Int(answer.maximumCumulativeAcks) {
                 adjustments.append("max cumulative ACKs \(answer.maximumCumulativeAcks) exceeds \(ackLimit) (the smaller of 127 and both windows): using \(acks)")
-            } else if answer.maximumCumulativeAcks > proposal.maximumCumulativeAcks {
+            } else if answer.maximumCumulativeAcks > compared.maximumCumulativeAcks {
                 adjustments.append("the device raised max cumulative ACKs from \(proposal.maximumCumulativeAcks) to \(acks): using \(acks)")
             }
             timers.retransmitTimeoutMilliseconds = UInt16(clamping: rto)

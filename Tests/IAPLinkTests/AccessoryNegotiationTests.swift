@@ -101,6 +101,27 @@ import IAPWire
         #expect(throws: LinkSendError.self) { try accessory.send([1], session: 2) }
     }
 
+    /// A device that does not take zero-ACK links answers with timers; the
+    /// accessory runs acknowledged rather than refusing.
+    @Test func aZeroACKProposalAnsweredWithTimersRunsAcknowledged() throws {
+        var configuration = LinkConfiguration(role: .accessory, parameters: LinkParameters(zeroAck: true), skipDetect: true, initialSequence: 0x2B)
+        configuration.restart = nil
+        var accessory = ScriptedLink(configuration)
+        accessory.start()
+        let answer = LinkParameters(retransmitTimeout: .milliseconds(1500)).synchronization
+        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x80, acknowledgement: 0x2B, payload: answer.encoded()))
+        let link = try #require(Self.upLink(accessory.events), "no link: \(accessory.events)")
+        #expect(!link.zeroAck)
+        #expect(link.retransmitTimeout == .milliseconds(1500))
+        #expect(accessory.packets.map(\.control) == [.syn, .ack])
+        let notes = Self.adjustments(accessory.events)
+        #expect(notes == ["the device answered the zero-ACK proposal with an acknowledged link: acknowledging and retransmitting"], "\(notes)")
+        // It retransmits what the device does not acknowledge.
+        try accessory.send([1, 2, 3])
+        accessory.advance(.milliseconds(1600))
+        #expect(accessory.link.statistics.retransmissions == 1)
+    }
+
     enum Unusable: String, CaseIterable, Sendable {
         case sessionNotOffered, noControlSession, zeroWindow, packetsTooShort, zeroAck
 
