@@ -92,7 +92,7 @@ public struct HeadUnitMediaRole: Sendable {
     /// is configured at connect time, not when first shown).
     public mutating func connect(now: LinkInstant) -> [Output] {
         reset()
-        return [.send(.limits(limits)), .send(.startNowPlayingUpdates),
+        return [.send(.limits(limits)), .send(.startNowPlayingUpdates(.all)),
                 .send(.startHID(StartHIDMessage(componentIdentifier: remote.componentIdentifier, vendorIdentifier: remote.vendorIdentifier,
                                                 productIdentifier: remote.productIdentifier, reportDescriptor: HIDRemote.reportDescriptor)))]
     }

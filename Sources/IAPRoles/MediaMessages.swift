@@ -16,7 +16,8 @@ public enum MediaMessage: Hashable, Sendable {
     case queueResponse(QueueResponse)
     case imageRequest(requestID: UInt32, imageID: String, scale: UInt8)
     case imageResponse(requestID: UInt32, RequestStatus, transferID: UInt8?, error: String?)
-    case startNowPlayingUpdates
+    /// The head unit subscribes to now playing, naming the attributes it wants.
+    case startNowPlayingUpdates(NowPlayingSelection)
     case stopNowPlayingUpdates
     case nowPlayingUpdate(NowPlayingUpdate)
     case setNowPlayingInformation(elapsedMilliseconds: UInt32?, queueIndex: UInt32?)
@@ -130,14 +131,13 @@ public enum MediaMessage: Hashable, Sendable {
                 if let transfer { parameters.appendInteger(ParameterID.ImageResponse.fileTransferIdentifier, transfer) }
                 if let error { parameters.appendString(ParameterID.ImageResponse.errorText, error) }
             }
-        case .startNowPlayingUpdates:
-            let attributes = NowPlayingUpdate.mediaAttributeIDs.count + NowPlayingUpdate.playbackAttributeIDs.count
-            return ControlMessage(id: MessageID.startNowPlayingUpdates, capacity: 8 + 4 * attributes) { parameters in
+        case .startNowPlayingUpdates(let selection):
+            return ControlMessage(id: MessageID.startNowPlayingUpdates, capacity: 8 + 4 * (selection.mediaItem.count + selection.playback.count)) { parameters in
                 parameters.appendGroup(ParameterID.NowPlayingUpdate.mediaItemAttributes) { members in
-                    for id in NowPlayingUpdate.mediaAttributeIDs { members.appendEmpty(id) }
+                    for id in selection.mediaItem.sorted() { members.appendEmpty(id) }
                 }
                 parameters.appendGroup(ParameterID.NowPlayingUpdate.playbackAttributes) { members in
-                    for id in NowPlayingUpdate.playbackAttributeIDs { members.appendEmpty(id) }
+                    for id in selection.playback.sorted() { members.appendEmpty(id) }
                 }
             }
         case .stopNowPlayingUpdates:
@@ -279,7 +279,7 @@ public enum MediaMessage: Hashable, Sendable {
                                   transferID: message.parameter(transfer) == nil ? nil : try reader.u8(transfer),
                                   error: try reader.optionalString(ParameterID.ImageResponse.errorText))
         case MessageID.startNowPlayingUpdates:
-            self = .startNowPlayingUpdates
+            self = .startNowPlayingUpdates(try NowPlayingSelection(message))
         case MessageID.stopNowPlayingUpdates:
             self = .stopNowPlayingUpdates
         case MessageID.nowPlayingUpdate:
@@ -410,6 +410,37 @@ public struct QueueResponse: Hashable, Sendable {
     }
 }
 
+/// The now-playing attributes a head unit asks for in StartNowPlayingUpdates:
+/// each group lists the wanted ids as header-only parameters (IAP-FACTS.md).
+/// The phone sends only these.
+public struct NowPlayingSelection: Hashable, Sendable {
+    /// Media item attribute ids (`ParameterID.MediaItem`).
+    public var mediaItem: Set<UInt16>
+    /// Playback attribute ids (`ParameterID.Playback`).
+    public var playback: Set<UInt16>
+
+    public init(mediaItem: Set<UInt16>, playback: Set<UInt16>) {
+        self.mediaItem = mediaItem
+        self.playback = playback
+    }
+
+    /// Every attribute the roles know, the dev-kit extensions included: what
+    /// this project's head unit asks for, and what a StartNowPlayingUpdates
+    /// without any list gets.
+    public static let all = NowPlayingSelection(mediaItem: Set(NowPlayingUpdate.mediaAttributeIDs), playback: Set(NowPlayingUpdate.playbackAttributeIDs))
+
+    init(_ message: ControlMessage) throws(WireError) {
+        let mediaItem = message.parameter(ParameterID.NowPlayingUpdate.mediaItemAttributes)
+        let playback = message.parameter(ParameterID.NowPlayingUpdate.playbackAttributes)
+        guard mediaItem != nil || playback != nil else {
+            self = .all
+            return
+        }
+        self.mediaItem = Set(try mediaItem?.group().map(\.id) ?? [])
+        self.playback = Set(try playback?.group().map(\.id) ?? [])
+    }
+}
+
 /// A NowPlayingUpdate: each field is present only when the update carries
 /// it (iAP2 updates may be partial; this project's phone sends them whole).
 public struct NowPlayingUpdate: Hashable, Sendable {
@@ -440,36 +471,52 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     static func mediaItemKey(_ id: UInt16) -> UInt32 { key(ParameterID.NowPlayingUpdate.mediaItemAttributes, id) }
     static func playbackKey(_ id: UInt16) -> UInt32 { key(ParameterID.NowPlayingUpdate.playbackAttributes, id) }
 
-    /// A full update of `info`.
-    public init(full info: NowPlayingInfo) {
+    /// An update of `info` carrying every attribute `selection` asks for
+    /// (all of them by default); the media item group goes only when at
+    /// least one of its attributes is asked for.
+    public init(full info: NowPlayingInfo, selection: NowPlayingSelection = .all) {
         self.info = info
-        present = Set(Self.mediaAttributeIDs.map(Self.mediaItemKey) + Self.playbackAttributeIDs.map(Self.playbackKey))
-        hasMediaItemGroup = true
+        let media = Self.mediaAttributeIDs.filter(selection.mediaItem.contains)
+        present = Set(media.map(Self.mediaItemKey) + Self.playbackAttributeIDs.filter(selection.playback.contains).map(Self.playbackKey))
+        hasMediaItemGroup = !media.isEmpty
     }
 
+    /// The update as a message: the attributes in `present` that have a
+    /// value, in their groups.
     var message: ControlMessage {
         ControlMessage(id: MessageID.nowPlayingUpdate, capacity: 256) { parameters in
-            parameters.appendGroup(ParameterID.NowPlayingUpdate.mediaItemAttributes) { media in
-                if let id = info.itemID { media.appendInteger(ParameterID.MediaItem.persistentIdentifier, id) }
-                if let title = info.title { media.appendString(ParameterID.MediaItem.title, title) }
-                if let duration = info.durationMilliseconds { media.appendInteger(ParameterID.MediaItem.playbackDurationInMilliseconds, duration) }
-                if let album = info.albumTitle { media.appendString(ParameterID.MediaItem.albumTitle, album) }
-                if let artist = info.artist { media.appendString(ParameterID.MediaItem.artist, artist) }
-                if let genre = info.genre { media.appendString(ParameterID.MediaItem.genre, genre) }
-                if let artwork = info.artworkTransferID { media.appendInteger(ParameterID.MediaItem.artworkFileTransferIdentifier, artwork) }
-                if let date = info.releaseDate { media.appendString(ParameterID.MediaItem.devKitReleaseDate, date) }
+            func media(_ id: UInt16) -> Bool { present.contains(Self.mediaItemKey(id)) }
+            func playback(_ id: UInt16) -> Bool { present.contains(Self.playbackKey(id)) }
+            if hasMediaItemGroup {
+                parameters.appendGroup(ParameterID.NowPlayingUpdate.mediaItemAttributes) { group in
+                    if media(ParameterID.MediaItem.persistentIdentifier), let id = info.itemID { group.appendInteger(ParameterID.MediaItem.persistentIdentifier, id) }
+                    if media(ParameterID.MediaItem.title), let title = info.title { group.appendString(ParameterID.MediaItem.title, title) }
+                    if media(ParameterID.MediaItem.playbackDurationInMilliseconds), let duration = info.durationMilliseconds {
+                        group.appendInteger(ParameterID.MediaItem.playbackDurationInMilliseconds, duration)
+                    }
+                    if media(ParameterID.MediaItem.albumTitle), let album = info.albumTitle { group.appendString(ParameterID.MediaItem.albumTitle, album) }
+                    if media(ParameterID.MediaItem.artist), let artist = info.artist { group.appendString(ParameterID.MediaItem.artist, artist) }
+                    if media(ParameterID.MediaItem.genre), let genre = info.genre { group.appendString(ParameterID.MediaItem.genre, genre) }
+                    if media(ParameterID.MediaItem.artworkFileTransferIdentifier), let artwork = info.artworkTransferID {
+                        group.appendInteger(ParameterID.MediaItem.artworkFileTransferIdentifier, artwork)
+                    }
+                    if media(ParameterID.MediaItem.devKitReleaseDate), let date = info.releaseDate { group.appendString(ParameterID.MediaItem.devKitReleaseDate, date) }
+                }
             }
-            parameters.appendGroup(ParameterID.NowPlayingUpdate.playbackAttributes) { playback in
-                playback.appendInteger(ParameterID.Playback.status, Self.iAP2Status(info.state))
-                playback.appendInteger(ParameterID.Playback.elapsedTimeInMilliseconds, info.elapsedMilliseconds)
-                if let index = info.queueIndex { playback.appendInteger(ParameterID.Playback.queueIndex, index) }
-                if let count = info.queueCount { playback.appendInteger(ParameterID.Playback.queueCount, count) }
-                playback.appendInteger(ParameterID.Playback.shuffleMode, info.shuffleMode.rawValue)
-                playback.appendInteger(ParameterID.Playback.repeatMode, info.repeatMode.rawValue)
-                if let app = info.appName { playback.appendString(ParameterID.Playback.appName, app) }
-                playback.appendInteger(ParameterID.Playback.speed, Self.hundredths(info.playbackRate))
-                playback.appendInteger(ParameterID.Playback.devKitPlaybackState, info.state.rawValue)
-                playback.appendInteger(ParameterID.Playback.devKitDefaultPlaybackRate, Self.hundredths(info.defaultPlaybackRate))
+            guard Self.playbackAttributeIDs.contains(where: playback) else { return }
+            parameters.appendGroup(ParameterID.NowPlayingUpdate.playbackAttributes) { group in
+                if playback(ParameterID.Playback.status) { group.appendInteger(ParameterID.Playback.status, Self.iAP2Status(info.state)) }
+                if playback(ParameterID.Playback.elapsedTimeInMilliseconds) { group.appendInteger(ParameterID.Playback.elapsedTimeInMilliseconds, info.elapsedMilliseconds) }
+                if playback(ParameterID.Playback.queueIndex), let index = info.queueIndex { group.appendInteger(ParameterID.Playback.queueIndex, index) }
+                if playback(ParameterID.Playback.queueCount), let count = info.queueCount { group.appendInteger(ParameterID.Playback.queueCount, count) }
+                if playback(ParameterID.Playback.shuffleMode) { group.appendInteger(ParameterID.Playback.shuffleMode, info.shuffleMode.rawValue) }
+                if playback(ParameterID.Playback.repeatMode) { group.appendInteger(ParameterID.Playback.repeatMode, info.repeatMode.rawValue) }
+                if playback(ParameterID.Playback.appName), let app = info.appName { group.appendString(ParameterID.Playback.appName, app) }
+                if playback(ParameterID.Playback.speed) { group.appendInteger(ParameterID.Playback.speed, Self.hundredths(info.playbackRate)) }
+                if playback(ParameterID.Playback.devKitPlaybackState) { group.appendInteger(ParameterID.Playback.devKitPlaybackState, info.state.rawValue) }
+                if playback(ParameterID.Playback.devKitDefaultPlaybackRate) {
+                    group.appendInteger(ParameterID.Playback.devKitDefaultPlaybackRate, Self.hundredths(info.defaultPlaybackRate))
+                }
             }
         }
     }

@@ -49,7 +49,8 @@ public struct PhoneMediaRole: Sendable {
     private struct Connection: Sendable {
         let number: Int
         var limits = HeadUnitLimits.audioApps
-        var subscribed = false
+        /// What the head unit asked for in StartNowPlayingUpdates; nil: not subscribed.
+        var subscription: NowPlayingSelection?
         var lastSent: (info: NowPlayingInfo, at: LinkInstant)?
         var pending: [UInt32: (requestID: UInt32, request: LoadRequest, deadline: LinkInstant)] = [:]
     }
@@ -76,7 +77,7 @@ public struct PhoneMediaRole: Sendable {
     }
 
     public var isConnected: Bool { connection != nil }
-    public var isSubscribed: Bool { connection?.subscribed ?? false }
+    public var isSubscribed: Bool { connection?.subscription != nil }
     public var limits: HeadUnitLimits? { connection?.limits }
 
     // MARK: Connection life cycle
@@ -134,11 +135,11 @@ public struct PhoneMediaRole: Sendable {
         info.appName = info.appName.map(Self.cut)
         nowPlaying = info
         nowPlayingAt = now
-        guard var current = connection, current.subscribed else { return [] }
+        guard var current = connection, let selection = current.subscription else { return [] }
         if let last = current.lastSent, !Self.meaningfullyDifferent(last.info, sentAt: last.at, from: info, at: now) { return [] }
         current.lastSent = (info, now)
         connection = current
-        return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info)))]
+        return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info, selection: selection)))]
     }
 
     static func meaningfullyDifferent(_ old: NowPlayingInfo, sentAt: LinkInstant, from new: NowPlayingInfo, at now: LinkInstant) -> Bool {
@@ -166,8 +167,8 @@ public struct PhoneMediaRole: Sendable {
         case .limits(let limits):
             current.limits = limits
             return [.log("head unit limits: \(limits.maximumTabs) tabs, pages of \(limits.maximumPageSize), \(limits.maximumImageRowImages) images per row, scale \(limits.imageScale)")]
-        case .startNowPlayingUpdates:
-            current.subscribed = true
+        case .startNowPlayingUpdates(let selection):
+            current.subscription = selection
             let info = NowPlayingInfo(
                 itemID: nowPlaying.itemID, title: nowPlaying.title, artist: nowPlaying.artist, albumTitle: nowPlaying.albumTitle,
                 genre: nowPlaying.genre, releaseDate: nowPlaying.releaseDate, durationMilliseconds: nowPlaying.durationMilliseconds,
@@ -175,9 +176,9 @@ public struct PhoneMediaRole: Sendable {
                 defaultPlaybackRate: nowPlaying.defaultPlaybackRate, queueIndex: nowPlaying.queueIndex, queueCount: nowPlaying.queueCount,
                 state: nowPlaying.state, repeatMode: nowPlaying.repeatMode, shuffleMode: nowPlaying.shuffleMode, appName: nowPlaying.appName)
             current.lastSent = (info, now)
-            return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info)))]
+            return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info, selection: selection)))]
         case .stopNowPlayingUpdates:
-            current.subscribed = false
+            current.subscription = nil
             current.lastSent = nil
             return []
         case .browseRequest(let id, let container, let offset, let count):

@@ -45,7 +45,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         var phone = makePhone()
         _ = phone.connect(now: t0)
         _ = phone.receive(try wire(.limits(HeadUnitLimits(maximumTabs: 3, maximumPageSize: 10, maximumImageRowImages: 2, imageScale: 3))), now: t0)
-        _ = phone.receive(try wire(.startNowPlayingUpdates), now: t0)
+        _ = phone.receive(try wire(.startNowPlayingUpdates(.all)), now: t0)
         #expect(phone.isSubscribed && phone.limits?.maximumTabs == 3)
         _ = phone.disconnect(now: at(1))
         _ = phone.connect(now: at(2))
@@ -291,7 +291,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         _ = phone.connect(now: t0)
         var info = NowPlayingInfo(itemID: 1, title: "A", durationMilliseconds: 600_000, elapsedMilliseconds: 0, playbackRate: 1, state: .playing)
         _ = phone.setNowPlaying(info, now: t0)
-        #expect(sent(phone.receive(.startNowPlayingUpdates, now: t0)).count == 1)
+        #expect(sent(phone.receive(.startNowPlayingUpdates(.all), now: t0)).count == 1)
         // Time passes as predicted: no update.
         for second in 1...30 {
             info.elapsedMilliseconds = UInt32(second * 1000)
@@ -319,7 +319,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func theNowPlayingScreenIsConfiguredAtConnect() {
         var headUnit = HeadUnitMediaRole()
         let messages = sent(headUnit.connect(now: t0))
-        #expect(messages.contains(.startNowPlayingUpdates))
+        #expect(messages.contains(.startNowPlayingUpdates(.all)))
         #expect(messages.contains { if case .limits = $0 { true } else { false } })
     }
 
@@ -339,7 +339,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func theAppNameIsShown() throws {
         var phone = makePhone()
         _ = phone.connect(now: t0)
-        guard case .nowPlayingUpdate(let update) = try wire(sent(phone.receive(.startNowPlayingUpdates, now: t0))[0]) else {
+        guard case .nowPlayingUpdate(let update) = try wire(sent(phone.receive(.startNowPlayingUpdates(.all), now: t0))[0]) else {
             Issue.record("subscribing sent no now-playing update first")
             return
         }

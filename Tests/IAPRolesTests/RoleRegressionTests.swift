@@ -42,7 +42,7 @@ import IAPWire
     @Test func setNowPlayingFillsInTheAppName() throws {
         var phone = makePhone()
         _ = phone.connect(now: t0)
-        _ = phone.receive(.startNowPlayingUpdates, now: t0)
+        _ = phone.receive(.startNowPlayingUpdates(.all), now: t0)
         let outputs = phone.setNowPlaying(NowPlayingInfo(itemID: 3, title: "Freddie Freeloader", state: .playing), now: at(10))
         #expect(phone.nowPlaying.appName == "iap-devkit Music")
         guard case .nowPlayingUpdate(let update)? = try sent(outputs).first.map(wire) else {

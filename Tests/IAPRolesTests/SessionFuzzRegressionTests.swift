@@ -76,7 +76,7 @@ import IAPWire
     /// 84000 bytes").
     @Test func nowPlayingTextsTooLongForOneMessageAreCut() throws {
         var phone = connectedPhone()
-        _ = phone.receive(.startNowPlayingUpdates, now: .zero)
+        _ = phone.receive(.startNowPlayingUpdates(.all), now: .zero)
         let long = String(repeating: "long ", count: 16_800)
         let updates = sent(phone.setNowPlaying(NowPlayingInfo(title: long, artist: long, albumTitle: long, genre: long, state: .playing,
                                                               appName: long), now: .zero))
