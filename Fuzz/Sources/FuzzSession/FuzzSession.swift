@@ -116,7 +116,7 @@ struct SessionPair {
         case 4: identity.messagesReceived.removeAll { $0 == MessageID.browseResponse }
         case 5: identity.messagesReceived = []
         case 6: identity.messagesSent.removeAll { $0 == MessageID.browseRequest || $0 == MessageID.playItemRequest }
-        case 7: identity.messagesReceived += [MessageID.startNowPlayingUpdates(.all), 0xFEFF]
+        case 7: identity.messagesReceived += [MessageID.startNowPlayingUpdates, 0xFEFF]
         default: break
         }
         let limits: [HeadUnitLimits] = [.audioApps, HeadUnitLimits(maximumTabs: 1, maximumPageSize: 1, maximumImageRowImages: 0, imageScale: 0),
@@ -571,7 +571,7 @@ extension SessionPair {
             var identity = AccessoryIdentity.devKitHeadUnit
             let received = script.u16()
             let sent = script.u16()
-            identity.messagesReceived = (MediaMessage.phoneSends + [MessageID.startNowPlayingUpdates(.all), 0xFEFF, script.u16()]).enumerated()
+            identity.messagesReceived = (MediaMessage.phoneSends + [MessageID.startNowPlayingUpdates, 0xFEFF, script.u16()]).enumerated()
                 .filter { received >> $0.offset & 1 != 0 }.map(\.element)
             identity.messagesSent = (MediaMessage.headUnitSends + [MessageID.nowPlayingUpdate, script.u16()]).enumerated()
                 .filter { sent >> $0.offset & 1 != 0 }.map(\.element)
