@@ -74,6 +74,25 @@ public struct AccessoryIdentity: Hashable, Sendable {
         self.hidComponents = hidComponents
     }
 
+    /// Whether the declared lists name messages outside standard iAP2: the
+    /// dev-kit extension or the diagnostic ping.
+    public var declaresNonStandardMessages: Bool {
+        (messagesSent + messagesReceived).contains(where: Self.isNonStandard)
+    }
+
+    /// The same identity declaring standard iAP2 messages only, for a device
+    /// that rejects the dev-kit extension and the diagnostic ping.
+    public var standardOnly: AccessoryIdentity {
+        var identity = self
+        identity.messagesSent.removeAll(where: Self.isNonStandard)
+        identity.messagesReceived.removeAll(where: Self.isNonStandard)
+        return identity
+    }
+
+    static func isNonStandard(_ id: UInt16) -> Bool {
+        MessageID.devKitExtension.contains(id) || (DiagnosticPing.requestIDs.lowerBound...DiagnosticPing.requestIDs.upperBound + 1).contains(id)
+    }
+
     public var message: ControlMessage {
         var parameters: [Parameter] = [
             .string(ParameterID.IdentificationInformation.name, name),

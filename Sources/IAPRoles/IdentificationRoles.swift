@@ -60,19 +60,32 @@ public struct PhoneIdentificationRole: Sendable {
 
 /// The accessory (head unit) end of identification: answers
 /// StartIdentification with its identity and reports the device's verdict.
+///
+/// A device that rejects the declared message lists (one that knows only
+/// standard iAP2 and refuses the dev-kit extension's ids) gets a second
+/// IdentificationInformation with the standard messages only; the lists
+/// then in force are `identity`'s.
 public struct HeadUnitIdentificationRole: Sendable {
-    public let identity: AccessoryIdentity
+    /// The identity as configured.
+    public let configuredIdentity: AccessoryIdentity
+    /// The identity last declared on this connection.
+    public private(set) var identity: AccessoryIdentity
     public private(set) var identified = false
 
-    public init(identity: AccessoryIdentity = .devKitHeadUnit) { self.identity = identity }
+    public init(identity: AccessoryIdentity = .devKitHeadUnit) {
+        configuredIdentity = identity
+        self.identity = identity
+    }
 
     public mutating func linkDown() {
         identified = false
+        identity = configuredIdentity
     }
 
     public mutating func received(_ message: ControlMessage) -> [RoleOutput] {
         switch message.id {
         case MessageID.startIdentification:
+            identity = configuredIdentity
             return [.send(identity.message), .log("sent IdentificationInformation as \(identity.name)")]
         case MessageID.identificationAccepted:
             identified = true
@@ -80,7 +93,14 @@ public struct HeadUnitIdentificationRole: Sendable {
         case MessageID.identificationRejected:
             let spec = MessageCatalog.message(MessageID.identificationInformation)
             let names = message.parameters.map { spec?.parameter($0.id)?.name ?? "parameter \($0.id)" }
-            return [.log("identification rejected; the device objects to: \(names.joined(separator: ", "))")]
+            let objection = "identification rejected; the device objects to: \(names.joined(separator: ", "))"
+            let lists: Set<UInt16> = [ParameterID.IdentificationInformation.messagesSentByAccessory, ParameterID.IdentificationInformation.messagesReceivedFromDevice]
+            if identity == configuredIdentity, identity.declaresNonStandardMessages, message.parameters.contains(where: { lists.contains($0.id) }) {
+                identity = configuredIdentity.standardOnly
+                return [.log("\(objection). Identifying again with standard iAP2 messages only (the dev-kit extension and the diagnostic ping left out)"),
+                        .send(identity.message)]
+            }
+            return [.log(objection)]
         default:
             return [.log("received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16, uppercase: true))")")]
         }

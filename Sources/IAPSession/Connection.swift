@@ -385,7 +385,7 @@ public struct Connection: Sendable {
                 emit(.problem("the device sent \(name) before identification was accepted; ignored"))
                 return
             }
-            guard configuration.identity.messagesReceived.contains(message.id) else {
+            guard headIdentification.identity.messagesReceived.contains(message.id) else {
                 emit(.problem("the device sent \(name), which this head unit did not declare in MessagesReceivedByAccessory; ignored"))
                 return
             }
@@ -427,7 +427,7 @@ public struct Connection: Sendable {
                     return
                 }
             case .headUnit:
-                guard configuration.identity.messagesSent.contains(message.id) else {
+                guard headIdentification.identity.messagesSent.contains(message.id) else {
                     emit(.problem("not sending \(Self.name(message.id)): this head unit did not declare it in MessagesSentByAccessory"))
                     return
                 }

@@ -33,6 +33,7 @@ public enum MessageID {
     public static let stopHID: UInt16 = 0x6803
 
     // The dev-kit extension (0xB100...0xB1FF, Docs/Messages.md).
+    public static let devKitExtension: ClosedRange<UInt16> = 0xB100...0xB1FF
     public static let browseRequest: UInt16 = 0xB100
     public static let browseResponse: UInt16 = 0xB101
     public static let playItemRequest: UInt16 = 0xB102
