@@ -442,7 +442,8 @@ public struct NowPlayingSelection: Hashable, Sendable {
 }
 
 /// A NowPlayingUpdate: each field is present only when the update carries
-/// it (iAP2 updates may be partial; this project's phone sends them whole).
+/// it (iAP2 updates may be partial; this project's phone sends every
+/// attribute the head unit asked for).
 public struct NowPlayingUpdate: Hashable, Sendable {
     public var info: NowPlayingInfo
     /// Media item and playback attributes present, each as its group's id
