@@ -59,6 +59,7 @@ public struct LinkEnd: Sendable {
         var datagrams: [Int] = []
         var blocked = false
         var count: Int { bytes.count - head }
+        var longestDatagram: Int { datagrams.max() ?? 0 }
 
         /// The next payload (at most `maximum` bytes, or the next datagram)
         /// encoded as a data packet straight from the queue: one buffer,
@@ -534,6 +535,12 @@ public struct LinkEnd: Sendable {
                 actions.append(.event(.proposalRefused(failure.reasons)))
                 emitReset(now: now)
             case .success(let (answer, peer, adjustments)):
+                if renegotiating, let reason = uncarried(on: LinkNegotiation.negotiated(own: answer, peer: peer, timers: answer)) {
+                    actions.append(.event(.proposalRefused([reason])))
+                    emitReset(now: now)
+                    goDown(.localReset, now: now)
+                    return
+                }
                 if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
                 // A first SYN+ACK takes the initial sequence number; on a
                 // renegotiation it names the last one sent and consumes none,
@@ -563,6 +570,10 @@ public struct LinkEnd: Sendable {
                 } else {
                     fail(.negotiationRefused(failure.reasons), now: now)
                 }
+            case .success(let (link, _)) where renegotiating && uncarried(on: link) != nil:
+                emitPacket(LinkPacket(control: .rst, sequence: sendSequence), now: now)
+                actions.append(.event(.proposalRefused([uncarried(on: link) ?? ""])))
+                goDown(.localReset, now: now)
             case .success(let (link, adjustments)):
                 if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
                 // On a renegotiation the receive sequence carries on: the
@@ -574,6 +585,23 @@ public struct LinkEnd: Sendable {
                 emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
             }
         }
+    }
+
+    /// What a renegotiated link could not carry: a packet in flight (resent
+    /// as it was first sent) or a queued datagram (sent whole) longer than
+    /// the peer now takes. Sending it would break the peer's limit, and
+    /// dropping it would lose data without a word, so such a renegotiation
+    /// is refused and the link reset.
+    private func uncarried(on link: NegotiatedLink) -> String? {
+        if !link.zeroAck, let longest = unacked.lazy.map(\.packet.count).max(), longest > link.sendPacketLength {
+            return "max packet length \(link.sendPacketLength) cannot carry the \(longest)-byte packet in flight, which is resent as it was sent"
+        }
+        for id in link.sessions.map(\.id) {
+            if let longest = queues[id]?.longestDatagram, longest > link.maximumPayload {
+                return "max packet length \(link.sendPacketLength) cannot carry the \(longest)-byte datagram queued on session \(id)"
+            }
+        }
+        return nil
     }
 
     private mutating func becomeConnected(_ link: NegotiatedLink, renegotiated: Bool, now: LinkInstant) {

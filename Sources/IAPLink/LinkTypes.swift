@@ -138,9 +138,13 @@ public enum LinkEvent: Hashable, Sendable {
     case failed(LinkFailure)
     /// A SYN on a connected link settled new parameters; the connection goes on.
     case renegotiated(NegotiatedLink)
-    /// The device adjusted out-of-range proposals into range.
+    /// What negotiation used instead of what was proposed, each with the
+    /// value used: the device's adjustments of out-of-range proposals, the
+    /// accessory's reading of a SYN+ACK that differs from its SYN.
     case negotiationAdjusted([String])
-    /// A proposal this device refused (the accessory may try again).
+    /// A proposal the device refused (the accessory may try again), or a
+    /// renegotiation either end refused because the new limits cannot carry
+    /// what it has in flight or queued (the link is reset).
     case proposalRefused([String])
     case peerSleeping
     /// A session whose queue was full has room again.

@@ -249,3 +249,60 @@ import IAPWire
     }
 }
 
+
+/// Found by FuzzLinkEnd (single mode, 2026-11-26): a peer renegotiated to a
+/// 24-byte packet limit while 1000-byte datagrams were queued and in
+/// flight, and the device sent the next one whole, over the new limit.
+@Suite struct RenegotiationLimitTests {
+    static func connected(window: Int) throws -> ScriptedLink {
+        try ScriptedLink.connectedDevice(proposal: LinkParameters(maximumOutstandingPackets: window))
+    }
+
+    static func renegotiate(_ device: inout ScriptedLink, packetLength: Int, zeroAck: Bool = false) throws {
+        let proposal = LinkParameters(maximumOutstandingPackets: 8, maximumPacketLength: packetLength, zeroAck: zeroAck).synchronization
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: proposal.encoded()))
+    }
+
+    @Test(arguments: [false, true])
+    func aRenegotiationThatCannotCarryAQueuedDatagramIsRefused(zeroAck: Bool) throws {
+        var device = try Self.connected(window: 1)
+        try device.send(Array(repeating: 7, count: 1000), session: 3)
+        try device.send(Array(repeating: 8, count: 1000), session: 3)
+        let before = device.written.count
+        try Self.renegotiate(&device, packetLength: 24, zeroAck: zeroAck)
+        let after = device.written.dropFirst(before)
+        #expect(after.allSatisfy { $0.count <= 24 }, "wrote \(after.map(\.count)) after the peer's limit became 24")
+        #expect(device.packets.last?.control == .rst)
+        let refused = device.events.flatMap { event -> [String] in
+            if case .proposalRefused(let reasons) = event { return reasons }
+            return []
+        }
+        #expect(refused.contains { $0.contains("cannot carry") }, "\(device.events)")
+        #expect(device.events.contains(.down(.localReset)))
+        #expect(!device.link.isUp)
+    }
+
+    @Test func aRenegotiationThatCannotCarryAPacketInFlightIsRefused() throws {
+        var device = try Self.connected(window: 1)
+        try device.send(Array(repeating: 7, count: 500), session: 1)
+        try Self.renegotiate(&device, packetLength: 100)
+        #expect(device.packets.last?.control == .rst)
+        #expect(device.events.contains(.down(.localReset)))
+    }
+
+    /// What fits the new limit carries on: stream data is cut to the new size.
+    @Test func aSmallerLimitThatFitsWhatIsCommittedIsTaken() throws {
+        var device = try Self.connected(window: 1)
+        try device.send(Array(repeating: 7, count: 10), session: 1)
+        try device.send(Array(repeating: 8, count: 300), session: 1)
+        try Self.renegotiate(&device, packetLength: 40)
+        #expect(device.packets.last?.control == [.syn, .ack], "\(device.events)")
+        try device.receive(LinkPacket(control: .ack, sequence: 0x11, acknowledgement: 0x81))
+        #expect(device.events.contains { if case .renegotiated = $0 { true } else { false } })
+        device.advance(.milliseconds(10))
+        let data = device.packets.filter { !$0.payload.isEmpty && $0.control == .ack }
+        #expect(data.count > 1)
+        #expect(device.written.allSatisfy { $0.count <= 4096 })
+        #expect(data.dropFirst().allSatisfy { $0.payload.count <= 40 - 10 }, "\(data.map(\.payload.count))")
+    }
+}
