@@ -506,10 +506,7 @@ public struct LinkEnd: Sendable {
         do {
             sync = try LinkSynchronization(decoding: payload)
         } catch {
-            if configuration.role == .device {
-                actions.append(.event(.proposalRefused([error.detail])))
-                emitReset(now: now)
-            }
+            if configuration.role == .device { refuseSYN([error.detail], now: now) }
             return
         }
         switch configuration.role {
@@ -532,13 +529,10 @@ public struct LinkEnd: Sendable {
             }
             switch LinkNegotiation.answer(to: sync, limits: configuration.parameters) {
             case .failure(let failure):
-                actions.append(.event(.proposalRefused(failure.reasons)))
-                emitReset(now: now)
+                refuseSYN(failure.reasons, now: now)
             case .success(let (answer, peer, adjustments)):
                 if renegotiating, let reason = uncarried(on: LinkNegotiation.negotiated(own: answer, peer: peer, timers: answer)) {
-                    actions.append(.event(.proposalRefused([reason])))
-                    emitReset(now: now)
-                    goDown(.localReset, now: now)
+                    refuseSYN([reason], now: now)
                     return
                 }
                 if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
@@ -584,6 +578,20 @@ public struct LinkEnd: Sendable {
                 // zero-ACK link.
                 emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
             }
+        }
+    }
+
+    /// The device refuses a SYN with RST, which ends for the peer whatever
+    /// link or handshake there was: it ends here too (a link that was up goes
+    /// down), so that a later ACK cannot complete a handshake the peer was
+    /// told is over.
+    private mutating func refuseSYN(_ reasons: [String], now: LinkInstant) {
+        actions.append(.event(.proposalRefused(reasons)))
+        emitReset(now: now)
+        switch state {
+        case .connected, .answered(_, true, _, _, _): goDown(.localReset, now: now)
+        case .answered: closeQuietly()
+        default: break
         }
     }
 

@@ -306,3 +306,33 @@ import IAPWire
         #expect(data.dropFirst().allSatisfy { $0.payload.count <= 40 - 10 }, "\(data.map(\.payload.count))")
     }
 }
+
+/// Found by FuzzLinkEnd (single mode, 2026-11-26): a device answered a SYN,
+/// then refused a malformed second SYN with RST but kept the first
+/// handshake open; the peer's next ACK completed it with the first SYN's
+/// sequence number, and the peer's data, numbered after its second SYN,
+/// was taken for old packets and skipped.
+@Suite struct RefusedSYNTests {
+    @Test func aSYNRefusedWithRSTEndsTheHandshakeInProgress() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, initialSequence: 0x01))
+        device.start()
+        device.receive(DetectSequence.bytes)
+        try device.receive(LinkPacket(control: .syn, sequence: 6, payload: LinkParameters().synchronization.encoded()))
+        #expect(device.packets.last?.control == [.syn, .ack])
+        // A SYN whose payload is not a link synchronisation payload.
+        try device.receive(LinkPacket(control: .syn, sequence: 1, payload: []))
+        #expect(device.packets.last?.control == .rst)
+        // The ACK that would have completed the first handshake no longer does.
+        try device.receive(LinkPacket(control: .ack, sequence: 1, acknowledgement: 1))
+        #expect(!device.link.isUp, "\(device.events)")
+        #expect(!device.events.contains { if case .up = $0 { true } else { false } })
+    }
+
+    @Test func aSYNRefusedOnAConnectedLinkTakesItDown() throws {
+        var device = try ScriptedLink.connectedDevice()
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: [1, 2]))
+        #expect(device.packets.last?.control == .rst)
+        #expect(device.events.contains(.down(.localReset)))
+        #expect(!device.link.isUp)
+    }
+}
