@@ -564,11 +564,13 @@ public struct LinkEnd: Sendable {
                 } else {
                     fail(.negotiationRefused(failure.reasons), now: now)
                 }
-            case .success(let (link, _)) where renegotiating && uncarried(on: link) != nil:
-                emitPacket(LinkPacket(control: .rst, sequence: sendSequence), now: now)
-                actions.append(.event(.proposalRefused([uncarried(on: link) ?? ""])))
-                goDown(.localReset, now: now)
             case .success(let (link, adjustments)):
+                if renegotiating, let reason = uncarried(on: link) {
+                    emitPacket(LinkPacket(control: .rst, sequence: sendSequence), now: now)
+                    actions.append(.event(.proposalRefused([reason])))
+                    goDown(.localReset, now: now)
+                    return
+                }
                 if !adjustments.isEmpty { actions.append(.event(.negotiationAdjusted(adjustments))) }
                 // On a renegotiation the receive sequence carries on: the
                 // device's packets in flight arrive with their old numbers.

@@ -103,16 +103,7 @@ public enum LinkNegotiation {
     /// window over 127 taken as 127); each adjustment says what was used.
     public static func answer(to proposal: LinkSynchronization, limits: LinkParameters)
         -> Result<(answer: LinkSynchronization, peer: LinkSynchronization, adjustments: [String]), NegotiationFailure> {
-        var refusals: [String] = []
-        if proposal.version != LinkSynchronization.supportedVersion {
-            refusals.append("link version \(proposal.version) is not supported (only \(LinkSynchronization.supportedVersion))")
-        }
-        if proposal.maximumOutstandingPackets == 0 {
-            refusals.append("max outstanding packets 0: this end could never send a packet")
-        }
-        if Int(proposal.maximumPacketLength) < LinkSynchronization.minimumPacketLength {
-            refusals.append("max packet length \(proposal.maximumPacketLength) is below \(LinkSynchronization.minimumPacketLength): no packet could carry data")
-        }
+        var refusals = unusableLimits(proposal)
         if !proposal.sessions.contains(where: { $0.type == .control }) {
             refusals.append("no control session offered")
         }
@@ -125,12 +116,9 @@ public enum LinkNegotiation {
         if !refusals.isEmpty { return .failure(NegotiationFailure(reasons: refusals)) }
 
         var adjustments: [String] = []
-        var peer = proposal
+        let (peer, windowNote) = honouredWindow(proposal)
+        if let windowNote { adjustments.append(windowNote) }
         let windowLimit = LinkSynchronization.maximumOutstandingRange.upperBound
-        if Int(proposal.maximumOutstandingPackets) > windowLimit {
-            peer.maximumOutstandingPackets = UInt8(windowLimit)
-            adjustments.append("max outstanding packets \(proposal.maximumOutstandingPackets) is over \(windowLimit): sending at most \(windowLimit) unacknowledged")
-        }
         var answer = LinkSynchronization(
             maximumOutstandingPackets: UInt8(clamping: min(max(limits.maximumOutstandingPackets, 1), windowLimit)),
             maximumPacketLength: UInt16(clamping: max(limits.maximumPacketLength, LinkSynchronization.minimumPacketLength)),
@@ -190,16 +178,7 @@ public enum LinkNegotiation {
     /// session, or a session the accessory did not offer.
     public static func reading(answer: LinkSynchronization, proposal: LinkSynchronization)
         -> Result<(link: NegotiatedLink, adjustments: [String]), NegotiationFailure> {
-        var refusals: [String] = []
-        if answer.version != LinkSynchronization.supportedVersion {
-            refusals.append("link version \(answer.version) is not supported (only \(LinkSynchronization.supportedVersion))")
-        }
-        if answer.maximumOutstandingPackets == 0 {
-            refusals.append("max outstanding packets 0: this end could never send a packet")
-        }
-        if Int(answer.maximumPacketLength) < LinkSynchronization.minimumPacketLength {
-            refusals.append("max packet length \(answer.maximumPacketLength) is below \(LinkSynchronization.minimumPacketLength): no packet could carry data")
-        }
+        var refusals = unusableLimits(answer)
         if answer.isZeroAck && !proposal.isZeroAck {
             refusals.append("the answer turns the proposed acknowledged link into a zero-ACK one")
         }
@@ -215,12 +194,8 @@ public enum LinkNegotiation {
         if !refusals.isEmpty { return .failure(NegotiationFailure(reasons: refusals)) }
 
         var adjustments: [String] = []
-        var peer = answer
-        let windowLimit = LinkSynchronization.maximumOutstandingRange.upperBound
-        if Int(answer.maximumOutstandingPackets) > windowLimit {
-            peer.maximumOutstandingPackets = UInt8(windowLimit)
-            adjustments.append("max outstanding packets \(answer.maximumOutstandingPackets) is over \(windowLimit): sending at most \(windowLimit) unacknowledged")
-        }
+        let (peer, windowNote) = honouredWindow(answer)
+        if let windowNote { adjustments.append(windowNote) }
         if answer.sessions.count < proposal.sessions.count {
             let left = proposal.sessions.filter { !answer.sessions.contains($0) }.map { String($0.id) }.joined(separator: ", ")
             adjustments.append("the device left out session \(left): using the \(answer.sessions.count) it answered")
@@ -269,6 +244,32 @@ public enum LinkNegotiation {
             timers.maximumCumulativeAcks = UInt8(clamping: acks)
         }
         return .success((negotiated(own: proposal, peer: peer, timers: timers), adjustments))
+    }
+
+    /// Why no link can run on a peer's SYN payload, whichever end sent it:
+    /// this end receives with the peer's limits and cannot adjust them.
+    static func unusableLimits(_ sync: LinkSynchronization) -> [String] {
+        var refusals: [String] = []
+        if sync.version != LinkSynchronization.supportedVersion {
+            refusals.append("link version \(sync.version) is not supported (only \(LinkSynchronization.supportedVersion))")
+        }
+        if sync.maximumOutstandingPackets == 0 {
+            refusals.append("max outstanding packets 0: this end could never send a packet")
+        }
+        if Int(sync.maximumPacketLength) < LinkSynchronization.minimumPacketLength {
+            refusals.append("max packet length \(sync.maximumPacketLength) is below \(LinkSynchronization.minimumPacketLength): no packet could carry data")
+        }
+        return refusals
+    }
+
+    /// The peer's SYN payload as this end honours it: a window over 127 is
+    /// taken as 127, with the note that says so.
+    static func honouredWindow(_ sync: LinkSynchronization) -> (LinkSynchronization, String?) {
+        let windowLimit = LinkSynchronization.maximumOutstandingRange.upperBound
+        guard Int(sync.maximumOutstandingPackets) > windowLimit else { return (sync, nil) }
+        var honoured = sync
+        honoured.maximumOutstandingPackets = UInt8(windowLimit)
+        return (honoured, "max outstanding packets \(sync.maximumOutstandingPackets) is over \(windowLimit): sending at most \(windowLimit) unacknowledged")
     }
 
     /// The link as one end runs it, from its own SYN payload, the peer's and
