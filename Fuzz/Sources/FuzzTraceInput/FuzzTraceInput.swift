@@ -18,11 +18,11 @@ func decode(_ input: [UInt8], options: TraceInputDecoder.Options, chunks: [Int],
     var statistics = TraceStatistics()
     let emit: (TraceEvent) -> Void = { event in
         let line = TraceJSON.line(for: event)
-        require(!line.utf8.contains(0x0A), "JSON line holds a newline: \(line)")
+        require(!containsLineFeed(line), "JSON line holds a newline: \(line)")
         if render {
             require(isValidJSON(line), "invalid JSON line: \(line)")
             for text in TraceText.lines(for: event) {
-                require(!text.utf8.contains(0x0A), "text line holds a newline: \(text)")
+                require(!containsLineFeed(text), "text line holds a newline: \(text)")
             }
             statistics.record(event)
         }
