@@ -140,7 +140,7 @@ let package = Package(
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPDemo", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"]),
+        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPDemo", "IAPRoles", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(
