@@ -18,7 +18,13 @@
 # few generated packets, messages and usbmon captures. Crash, timeout and
 # out-of-memory inputs go to Fuzz/crashes/<Target>-*. Logs go to
 # Fuzz/.build-fuzz/logs/. Extra libFuzzer flags can be passed in
-# FUZZ_FLAGS, e.g. FUZZ_FLAGS="-jobs=2 -workers=2".
+# FUZZ_FLAGS, e.g. FUZZ_FLAGS="-timeout=60".
+#
+# FUZZ_FORK=N runs one campaign in N worker processes (libFuzzer's -fork=N):
+# short jobs on random parts of the corpus, their finds merged back into it,
+# the executions of all jobs counted together against FUZZ_RUNS, and the
+# first crash stopping the whole run. With N cores it gives about N times
+# the executions an hour of a single process.
 #
 # FUZZ_ADDRESS_SANITIZER=0 fuzzes with a libFuzzer-only build (no ASan,
 # Fuzz/.build-fuzz-plain/), about twice as fast on these allocation-heavy
@@ -350,6 +356,7 @@ for target in "${TARGETS[@]}"; do
     limits=()
     [ "$SECONDS_PER_TARGET" != 0 ] && limits+=(-max_total_time="$SECONDS_PER_TARGET")
     [ -n "${FUZZ_RUNS:-}" ] && limits+=(-runs="$FUZZ_RUNS")
+    [ -n "${FUZZ_FORK:-}" ] && limits+=(-fork="$FUZZ_FORK")
     started=$(date +%s)
     # shellcheck disable=SC2086
     "$FUZZ_BIN/$target" "$CORPUS/$target" \
@@ -362,6 +369,11 @@ for target in "${TARGETS[@]}"; do
     set -e
     elapsed=$(( $(date +%s) - started ))
     runs=$(grep -h "stat::number_of_executed_units" "$log" | awk '{s += $2} END {print s + 0}')
+    # Fork mode prints the executions of all its jobs so far as "#N: cov: …".
+    if [ -n "${FUZZ_FORK:-}" ]; then
+        runs=$(grep -oE '^#[0-9]+: ' "$log" | tail -n 1 | tr -dc '0-9')
+        runs=${runs:-0}
+    fi
     replay=""
     if [ "$rc" -eq 0 ] && [ "$ADDRESS_SANITIZER" = 0 ]; then
         replay_log="$LOGS/$target-asan-replay.log"
