@@ -358,6 +358,25 @@ public struct PhoneMediaRole: Sendable {
         }
     }
 
+    /// A request from the head unit that does not decode (an unknown command,
+    /// a mode out of range, a parameter missing) is still answered when its
+    /// request identifier can be read: a failure naming what was wrong, where
+    /// silence would leave the head unit waiting for its own timeout.
+    public func receiveMalformed(_ message: ControlMessage, _ error: WireError) -> [Output] {
+        guard connection != nil else { return [] }
+        let reader = MessageReader(message)
+        // Every request carries its identifier as parameter 0.
+        guard let id = try? reader.u32(ParameterID.RemoteCommand.requestIdentifier) else { return [] }
+        let text = Self.cut("malformed \(MessageCatalog.name(of: message.id) ?? "request"): \(error.detail)")
+        switch message.id {
+        case MessageID.remoteCommand, MessageID.playItemRequest: return [.send(.requestStatus(requestID: id, .commandFailed, error: text))]
+        case MessageID.browseRequest: return [.send(.browseResponse(BrowseResponse(requestID: id, status: .commandFailed, error: text)))]
+        case MessageID.queueRequest: return [.send(.queueResponse(QueueResponse(requestID: id, status: .commandFailed, error: text)))]
+        case MessageID.imageRequest: return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: text))]
+        default: return []
+        }
+    }
+
     /// Answers requests the app has not answered in time.
     public mutating func tick(now: LinkInstant) -> [Output] {
         guard var current = connection else { return [] }

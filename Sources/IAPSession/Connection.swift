@@ -403,6 +403,8 @@ public struct Connection: Sendable {
             return typed
         } catch {
             emit(.problem("malformed \(Self.name(message.id)): \(error.detail)"))
+            // The phone still answers a request it could not read.
+            if configuration.role == .phone { phoneOutputs(phone.receiveMalformed(message, error)) }
             return nil
         }
     }
