@@ -185,7 +185,8 @@ public struct NowPlayingInfo: Hashable, Sendable {
     public var durationMilliseconds: UInt32?
     public var artworkTransferID: UInt8?
     public var elapsedMilliseconds: UInt32
-    /// 1.0 is normal speed; 0 while not playing.
+    /// 1.0 is normal speed; 0 while not playing, or playing but stalled
+    /// (buffering): the position does not move.
     public var playbackRate: Double
     public var defaultPlaybackRate: Double
     public var queueIndex: UInt32?
@@ -197,7 +198,7 @@ public struct NowPlayingInfo: Hashable, Sendable {
 
     public init(itemID: UInt64? = nil, title: String? = nil, artist: String? = nil, albumTitle: String? = nil, genre: String? = nil,
                 releaseDate: String? = nil, durationMilliseconds: UInt32? = nil, artworkTransferID: UInt8? = nil,
-                elapsedMilliseconds: UInt32 = 0, playbackRate: Double = 0, defaultPlaybackRate: Double = 1, queueIndex: UInt32? = nil,
+                elapsedMilliseconds: UInt32 = 0, playbackRate: Double? = nil, defaultPlaybackRate: Double = 1, queueIndex: UInt32? = nil,
                 queueCount: UInt32? = nil, state: PlaybackState = .unknown, repeatMode: RepeatMode = .off,
                 shuffleMode: ShuffleMode = .off, appName: String? = nil) {
         self.itemID = itemID
@@ -209,7 +210,9 @@ public struct NowPlayingInfo: Hashable, Sendable {
         self.durationMilliseconds = durationMilliseconds
         self.artworkTransferID = artworkTransferID
         self.elapsedMilliseconds = elapsedMilliseconds
-        self.playbackRate = playbackRate
+        // Left out, the rate follows the state: normal speed while playing,
+        // so that "playing" alone moves the position.
+        self.playbackRate = playbackRate ?? (state == .playing ? 1 : 0)
         self.defaultPlaybackRate = defaultPlaybackRate
         self.queueIndex = queueIndex
         self.queueCount = queueCount

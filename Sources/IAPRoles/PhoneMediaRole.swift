@@ -396,6 +396,8 @@ public struct NowPlayingModel: Hashable, Sendable {
     public private(set) var info = NowPlayingInfo()
     public private(set) var receivedAt = LinkInstant.zero
     public private(set) var updates = 0
+    /// Whether any update carried a playback rate (PlaybackSpeed).
+    public private(set) var rateReceived = false
 
     /// Attributes whose last value received was out of range, each with that
     /// value; an attribute leaves the list when a valid value arrives. Such a
@@ -411,6 +413,10 @@ public struct NowPlayingModel: Hashable, Sendable {
 
     public mutating func apply(_ update: NowPlayingUpdate, at now: LinkInstant) {
         var result = update.applied(to: info)
+        // PlaybackSpeed is optional: a phone that has never sent it is taken
+        // to play at normal speed, or its position would stand still.
+        if update.present.contains(NowPlayingUpdate.playbackKey(ParameterID.Playback.speed)) { rateReceived = true }
+        if !rateReceived { result.playbackRate = result.state == .playing ? 1 : 0 }
         var found = update.outOfRange
         var carried = update.present
         let elapsedKey = NowPlayingUpdate.playbackKey(ParameterID.Playback.elapsedTimeInMilliseconds)
