@@ -409,7 +409,14 @@ struct Waiters: Sendable {
 
     /// Fails every waiting call; later calls fail at once.
     mutating func end(_ error: HeadUnitError) {
-        if error != .notConnected { ended = error }
+        if error != .notConnected {
+            ended = error
+            // What the phone said belongs to the connection that ended: a
+            // track shown as still playing would be stale state.
+            appName = nil
+            advertised = []
+            nowPlaying = NowPlayingModel()
+        }
         for waiter in connected { waiter.resume(throwing: error) }
         for waiter in tabs { waiter.resume(throwing: error) }
         for waiter in containers.values.joined() { waiter.resume(throwing: error) }

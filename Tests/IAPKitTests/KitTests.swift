@@ -100,6 +100,22 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
+    @Test func whatThePhoneSaidIsReleasedWhenTheConnectionEnds() async throws {
+        try await withPair { headUnit, _, _ in
+            let status = try await headUnit.play("track:1")
+            #expect(status == .success)
+            for await event in headUnit.events {
+                if case .nowPlaying(let info) = event, info.title == "Freddie Freeloader" { break }
+            }
+            #expect(headUnit.appName == "Tiny")
+            #expect(!headUnit.advertisedCommands.isEmpty)
+            await headUnit.close()
+            #expect(headUnit.appName == nil)
+            #expect(headUnit.advertisedCommands.isEmpty)
+            #expect(headUnit.nowPlaying == NowPlayingInfo(), "a track left showing as playing after the disconnect")
+        }
+    }
+
     @Test func callsAfterTheConnectionEndedThrowTheClosedTransport() async throws {
         try await withPair { headUnit, _, _ in
             await headUnit.close()
