@@ -227,15 +227,15 @@ struct DataSourceApp: MediaApp {
     func nowPlaying(at now: LinkInstant) -> NowPlayingInfo { nowPlaying.info(at: now) }
 
     /// The head unit went away while playing: the app's pause handler runs
-    /// (as a car's disconnect pauses a phone's player), or, without one,
-    /// now playing shows paused.
+    /// (as a car's disconnect pauses a phone's player), or its play/pause
+    /// toggle, whether or not the head unit could use them; without either,
+    /// or when the handler fails, now playing shows paused.
     func pause(at now: LinkInstant) {
-        if commands.advertised.contains(where: { $0.kind == .pause }) {
-            _ = commands.perform(.pause)
-        } else {
-            var info = nowPlaying.info(at: now)
-            info.state = .paused
-            nowPlaying.info = info
-        }
+        let status = commands.performLocally(.pause) ?? commands.performLocally(.togglePlayPause)
+        guard status != .success else { return }
+        var info = nowPlaying.info(at: now)
+        info.state = .paused
+        info.playbackRate = 0
+        nowPlaying.info = info
     }
 }

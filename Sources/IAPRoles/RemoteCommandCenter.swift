@@ -45,6 +45,13 @@ public struct RemoteCommandCenter: Sendable {
         return handler(command)
     }
 
+    /// Runs the handler for a command whether or not it is enabled for the
+    /// head unit; nil when there is none. For what the phone does on its own,
+    /// such as pausing when the head unit goes away.
+    public func performLocally(_ command: RemoteCommand) -> RequestStatus? {
+        handlers[command.kind].map { $0(command) }
+    }
+
     /// The rate after `current`: the next faster supported rate, wrapping
     /// from the fastest to the slowest.
     public func nextRate(after current: Double) -> Double {
