@@ -255,9 +255,26 @@ public struct HeadUnitMediaRole: Sendable {
             containers[containerID] = state
             return [.event(.tabs(response.items))]
         }
-        if offset == 0 { state.items = [] }
-        state.items += response.items
-        state.sections = response.sections
+        if offset == 0 {
+            state.items = response.items
+            state.sections = response.sections
+        } else if offset == state.items.count {
+            state.items += response.items
+            // Items refer to sections by id: a later page updates the
+            // sections it sends and keeps the ones earlier rows refer to.
+            for section in response.sections {
+                if let index = state.sections.firstIndex(where: { $0.id == section.id }) {
+                    state.sections[index] = section
+                } else {
+                    state.sections.append(section)
+                }
+            }
+        } else {
+            // A page that does not continue the rows shown (one asked for
+            // before the container was opened again) would misplace them;
+            // the load in progress, if any, still answers.
+            return []
+        }
         state.totalCount = Int(response.totalCount)
         state.failure = nil
         containers[containerID] = state
