@@ -134,6 +134,8 @@ public final class Phone: Sendable {
     public let nowPlaying: NowPlayingCenter
     private let app: DataSourceApp
     private let configuration: Configuration
+    /// The endpoint serving a head unit now, if any.
+    private let serving = Locked<MediaEndpoint?>(nil)
 
     /// - Parameters:
     ///   - appName: the name the head unit shows.
@@ -147,7 +149,20 @@ public final class Phone: Sendable {
         self.appName = appName
         self.nowPlaying = nowPlaying
         self.configuration = configuration
-        app = DataSourceApp(appName: appName, content: content, commands: commands, nowPlaying: nowPlaying)
+        app = DataSourceApp(appName: appName, content: content, commands: Locked(commands), nowPlaying: nowPlaying)
+    }
+
+    /// Changes what the head unit can ask: register, withdraw or grey out
+    /// commands. A connected head unit is told at once (AdvertisedCommands),
+    /// and the next connection starts with the new set. Withdrawing like,
+    /// dislike and bookmark is what gives a head unit its standard controls
+    /// back; disabling them is not enough. `change` runs on this phone's set
+    /// and on the connection's copy, so it must do the same to both.
+    public func updateCommands(_ change: @escaping @Sendable (inout RemoteCommandCenter) -> Void) {
+        app.commands.withLock { change(&$0) }
+        serving.withLock { $0 }?.withConnection { connection, now in
+            connection.phoneDoes(now: now) { role, _ in role.updateCommands(change) }
+        }
     }
 
     /// Serves one connection over a transport named as the CLI names them
@@ -173,7 +188,11 @@ public final class Phone: Sendable {
                                      logger: logger)
         endpoint.stopWhen = { $0.endReason != nil }
         nowPlaying.onChange { endpoint.wake() }
-        defer { nowPlaying.onChange {} }
+        serving.withLock { $0 = endpoint }
+        defer {
+            nowPlaying.onChange {}
+            serving.withLock { $0 = nil }
+        }
         try endpoint.start()
         await withTaskCancellationHandler {
             await endpoint.run()
@@ -191,12 +210,13 @@ public final class Phone: Sendable {
 struct DataSourceApp: MediaApp {
     let appName: String
     let content: (any ContentDataSource)?
-    let commands: RemoteCommandCenter
+    /// Shared with the `Phone`, which changes it (`updateCommands`).
+    let commands: Locked<RemoteCommandCenter>
     let nowPlaying: NowPlayingCenter
 
     var offersContent: Bool { content != nil }
 
-    func commandCenter() -> RemoteCommandCenter { commands }
+    func commandCenter() -> RemoteCommandCenter { commands.withLock { $0 } }
 
     func load(_ request: PhoneMediaRole.LoadRequest, now: LinkInstant) async -> (PhoneMediaRole.LoadResult, after: Duration) {
         guard let content else { return (.failed(.noSuchContent, "\(appName) has no content to browse"), .zero) }
@@ -231,6 +251,7 @@ struct DataSourceApp: MediaApp {
     /// toggle, whether or not the head unit could use them; without either,
     /// or when the handler fails, now playing shows paused.
     func pause(at now: LinkInstant) {
+        let commands = commandCenter()
         let status = commands.performLocally(.pause) ?? commands.performLocally(.togglePlayPause)
         guard status != .success else { return }
         var info = nowPlaying.info(at: now)

@@ -20,7 +20,7 @@ import IAPRoles
     static func app(_ commands: RemoteCommandCenter) -> (DataSourceApp, NowPlayingCenter) {
         let center = NowPlayingCenter()
         center.info = NowPlayingInfo(title: "So What", state: .playing)
-        return (DataSourceApp(appName: "Test", content: nil, commands: commands, nowPlaying: center), center)
+        return (DataSourceApp(appName: "Test", content: nil, commands: Locked(commands), nowPlaying: center), center)
     }
 
     @Test func aPauseHandlerTheHeadUnitMayNotUseStillRuns() {

@@ -116,6 +116,42 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
+    /// Whether the head unit's controls are radio controls, from the first
+    /// controlsChanged event `match` accepts within 10 s; nil if none came.
+    func controls(_ headUnit: HeadUnit, _ match: @escaping @Sendable ([AdvertisedCommand]) -> Bool) async -> Bool? {
+        await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                for await event in headUnit.events {
+                    if case .controlsChanged(let radio, let advertised) = event, match(advertised) { return radio }
+                }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test func anAppChangesItsCommandsWhileConnected() async throws {
+        try await withPair { headUnit, phone, received in
+            #expect(headUnit.advertisedCommands.map(\.kind).contains(.pause))
+            phone.updateCommands { $0.register(.like) { _ in .success } }
+            let withLike = await controls(headUnit) { $0.contains { $0.kind == .like } }
+            #expect(withLike == true, "a like command gives the head unit radio controls")
+            phone.updateCommands { $0.withdraw(.like); $0.withdraw(.pause) }
+            let withdrawn = await controls(headUnit) { !$0.contains { $0.kind == .like } }
+            #expect(withdrawn == false, "withdrawing like gives the standard controls back")
+            #expect(!headUnit.advertisedCommands.map(\.kind).contains(.pause))
+            let status = try await headUnit.send(.pause)
+            #expect(status == .commandFailed, "a withdrawn command is refused")
+            #expect(received.all.isEmpty)
+        }
+    }
+
     @Test func callsAfterTheConnectionEndedThrowTheClosedTransport() async throws {
         try await withPair { headUnit, _, _ in
             await headUnit.close()
