@@ -123,7 +123,7 @@ public struct HeadUnitMediaRole: Sendable {
     // MARK: User actions
 
     public mutating func openRoot(now: LinkInstant) -> [Output] {
-        request(.browseRequest(requestID: 0, containerID: "", offset: 0, count: UInt16(clamping: min(limits.maximumTabs, limits.maximumPageSize))),
+        request(.browseRequest(requestID: 0, containerID: "", offset: 0, count: UInt16(clamping: min(limits.tabsShown, limits.maximumPageSize))),
                 .browse(containerID: "", offset: 0), now: now)
     }
 
@@ -242,8 +242,8 @@ public struct HeadUnitMediaRole: Sendable {
         }
         if containerID.isEmpty {
             // More tabs than the limit is an error shown as such, never cut.
-            guard response.items.count <= limits.maximumTabs else {
-                let reason = "the phone offered \(response.items.count) tabs; at most \(limits.maximumTabs) can be shown"
+            guard response.items.count <= limits.tabsShown else {
+                let reason = "the phone offered \(response.items.count) tabs; at most \(limits.tabsShown) can be shown"
                 state.failure = reason
                 containers[containerID] = state
                 return [.event(.browseFailed(containerID: containerID, .exceedsLimits, reason))]

@@ -170,6 +170,10 @@ public struct HeadUnitLimits: Hashable, Sendable {
     }
     /// Audio apps may show at most 4 tabs.
     public static let audioApps = HeadUnitLimits()
+    /// The most tabs an audio app may show, whatever a head unit states.
+    public static let audioAppTabLimit = 4
+    /// The tabs that may be shown: the stated maximum, at most 4.
+    public var tabsShown: Int { min(maximumTabs, Self.audioAppTabLimit) }
 }
 
 /// What is playing, as the phone publishes it and the head unit keeps it.

@@ -274,9 +274,9 @@ public struct PhoneMediaRole: Sendable {
         case (_, .failed(let status, let error)):
             return [answerFailure(pending.request, requestID: id, status: status, error: error)]
         case (.tabs, .page(let items, let sections, let total)):
-            guard items.count <= current.limits.maximumTabs else {
+            guard items.count <= current.limits.tabsShown else {
                 return [.send(.browseResponse(BrowseResponse(requestID: id, status: .exceedsLimits,
-                                                              error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.maximumTabs)")))]
+                                                              error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.tabsShown)")))]
             }
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: 0, items: items, sections: sections)
             if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {

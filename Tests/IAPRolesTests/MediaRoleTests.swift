@@ -146,6 +146,30 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(events.contains { if case .event(.browseFailed("", .exceedsLimits, _)) = $0 { true } else { false } })
     }
 
+    /// DOMAIN: audio apps may show at most 4 tabs, whatever a head unit
+    /// states; both ends hold to it.
+    @Test func aHeadUnitStatingEightTabsStillGetsAtMostFour() throws {
+        var phone = makePhone()
+        _ = phone.connect(now: t0)
+        _ = phone.receive(.limits(HeadUnitLimits(maximumTabs: 8)), now: t0)
+        let token = loads(phone.receive(.browseRequest(requestID: 4, containerID: "", offset: 0, count: 8), now: t0))[0].0
+        let five = (1...5).map { ContentItem(id: "t\($0)", kind: .container, text: "Tab \($0)") }
+        let answer = sent(phone.complete(token: token, with: .page(items: five, sections: [], totalCount: 5), now: t0))
+        guard case .browseResponse(let response)? = answer.first else { Issue.record("no answer"); return }
+        #expect(response.status == .exceedsLimits)
+        #expect(response.error?.contains("at most 4") == true, "\(response.error ?? "")")
+        var headUnit = HeadUnitMediaRole(limits: HeadUnitLimits(maximumTabs: 8))
+        _ = headUnit.connect(now: t0)
+        guard case .browseRequest(let id, _, _, let count)? = sent(headUnit.openRoot(now: t0)).first else {
+            Issue.record("expected a browse request")
+            return
+        }
+        #expect(count == 4)
+        let events = headUnit.receive(.browseResponse(BrowseResponse(requestID: id, status: .success, totalCount: 5, items: five)), now: t0)
+        #expect(headUnit.tabs.isEmpty)
+        #expect(events.contains { if case .event(.browseFailed("", .exceedsLimits, _)) = $0 { true } else { false } })
+    }
+
     @Test func everyItemFieldSurvivesTheWire() throws {
         let row = ContentItem.ImageRow(title: "Covers", entries: [.init(id: "c1", imageID: "i1"), .init(id: "c2", imageID: "i2", selectable: false)])
         let items = [
