@@ -305,9 +305,9 @@ public struct PhoneMediaRole: Sendable {
             }
             return [.send(.queueResponse(response))]
         case (.image, .image(let bytes)):
-            // Animated images crashed head units: GIF is refused outright.
-            if bytes.starts(with: Array("GIF8".utf8)) {
-                return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: "animated images (GIF) are not allowed"))]
+            // Animated images crashed head units: GIF, APNG and animated WebP are refused.
+            if let format = AnimatedImage.format(of: bytes) {
+                return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: "animated images (\(format)) are not allowed"))]
             }
             let transfer = nextTransfer
             nextTransfer = nextTransfer == 255 ? 1 : nextTransfer + 1
