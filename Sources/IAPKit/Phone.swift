@@ -130,8 +130,24 @@ public final class Phone: Sendable {
         }
     }
 
+    /// What happens to the phone's connections, each reported once.
+    public enum Event: Hashable, Sendable {
+        /// A head unit authenticated (when required) and identified itself:
+        /// it can browse and play from now on. State kept per connection
+        /// starts here.
+        case connected(AccessoryIdentity)
+        /// The connection that `connected` announced ended, with the
+        /// reason: exactly once for each `connected`. Release what was
+        /// kept for it.
+        case disconnected(String)
+    }
+
     public let appName: String
     public let nowPlaying: NowPlayingCenter
+    /// Connections coming and going, over every `serve`; when nobody reads,
+    /// only the newest 64 are kept.
+    public let events: AsyncStream<Event>
+    private let eventFeed: AsyncStream<Event>.Continuation
     private let app: DataSourceApp
     private let configuration: Configuration
     /// The endpoint serving a head unit now, if any.
@@ -150,7 +166,10 @@ public final class Phone: Sendable {
         self.nowPlaying = nowPlaying
         self.configuration = configuration
         app = DataSourceApp(appName: appName, content: content, commands: Locked(commands), nowPlaying: nowPlaying)
+        (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
     }
+
+    deinit { eventFeed.finish() }
 
     /// Changes what the head unit can ask: register, withdraw or grey out
     /// commands. A connected head unit is told at once (AdvertisedCommands),
@@ -187,6 +206,11 @@ public final class Phone: Sendable {
         let endpoint = MediaEndpoint(kind: .phone, transport: transport, app: app, authentication: authentication,
                                      logger: logger)
         endpoint.stopWhen = { $0.endReason != nil }
+        let connected = Locked(false)
+        endpoint.observe { [eventFeed] event, connection in
+            guard case .stage(.identified) = event, let identity = connection.accessory else { return }
+            if connected.withLock({ was in defer { was = true }; return !was }) { eventFeed.yield(.connected(identity)) }
+        }
         nowPlaying.onChange { endpoint.wake() }
         serving.withLock { $0 = endpoint }
         defer {
@@ -200,6 +224,7 @@ public final class Phone: Sendable {
             Task { await endpoint.driver.close() }
         }
         await endpoint.driver.close()
+        if connected.withLock({ $0 }) { eventFeed.yield(.disconnected(endpoint.endReason ?? "the connection ended")) }
         // Ended before the link ever came up, and not in order: it never connected.
         if !endpoint.everUp, let error = endpoint.transportError, error.kind != .closed { throw error }
         return endpoint.endReason ?? "the connection ended"

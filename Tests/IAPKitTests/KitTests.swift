@@ -152,6 +152,39 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
+    /// The next phone event within 10 s, or nil.
+    func nextEvent(_ phone: Phone) async -> Phone.Event? {
+        await withTaskGroup(of: Phone.Event?.self) { group in
+            group.addTask {
+                for await event in phone.events { return event }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test func thePhoneIsToldOfEachConnectionOnceAndOfItsEnd() async throws {
+        try await withPair { headUnit, phone, _ in
+            guard case .connected(let identity)? = await nextEvent(phone) else {
+                Issue.record("no connected event")
+                return
+            }
+            #expect(identity.name == "iap-devkit head unit")
+            await headUnit.close()
+            guard case .disconnected(let reason)? = await nextEvent(phone) else {
+                Issue.record("no disconnected event after the head unit closed")
+                return
+            }
+            #expect(!reason.isEmpty)
+        }
+    }
+
     @Test func callsAfterTheConnectionEndedThrowTheClosedTransport() async throws {
         try await withPair { headUnit, _, _ in
             await headUnit.close()
