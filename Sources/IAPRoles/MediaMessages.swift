@@ -228,7 +228,7 @@ public enum MediaMessage: Hashable, Sendable {
                 requestID: try reader.u32(ParameterID.BrowseResponse.requestIdentifier), status: try reader.status(ParameterID.BrowseResponse.status),
                 totalCount: try reader.u32(ParameterID.BrowseResponse.totalCount), offset: try reader.u32(ParameterID.BrowseResponse.offset),
                 items: try reader.all(ParameterID.BrowseResponse.item, Self.item),
-                sections: try reader.all(ParameterID.BrowseResponse.section, Self.section),
+                sections: try reader.all(ParameterID.BrowseResponse.section, Self.section).compactMap { $0 },
                 error: try reader.optionalString(ParameterID.BrowseResponse.errorText)))
         case MessageID.playItemRequest:
             self = .playItem(requestID: try reader.u32(ParameterID.PlayItemRequest.requestIdentifier),
@@ -244,14 +244,13 @@ public enum MediaMessage: Hashable, Sendable {
             }
             self = .remoteCommand(requestID: try reader.u32(ParameterID.RemoteCommand.requestIdentifier), try Self.command(kind, reader))
         case MessageID.advertisedCommands:
-            self = .advertisedCommands(try reader.all(ParameterID.AdvertisedCommands.command) { parameter throws(WireError) in
+            // A command of a kind this end does not know (a newer phone's) is
+            // left out; the rest of the set still stands.
+            self = .advertisedCommands(try reader.all(ParameterID.AdvertisedCommands.command) { parameter throws(WireError) -> AdvertisedCommand? in
                 let entry = MessageReader(group: try parameter.group())
-                let value = try entry.u8(ParameterID.AdvertisedCommand.command)
-                guard let kind = RemoteCommand.Kind(rawValue: value) else {
-                    throw WireError(.badValue, "AdvertisedCommands lists unknown command \(value)")
-                }
-                return AdvertisedCommand(kind, enabled: try entry.bool(ParameterID.AdvertisedCommand.enabled))
-            })
+                let enabled = try entry.bool(ParameterID.AdvertisedCommand.enabled)
+                return RemoteCommand.Kind(rawValue: try entry.u8(ParameterID.AdvertisedCommand.command)).map { AdvertisedCommand($0, enabled: enabled) }
+            }.compactMap { $0 })
         case MessageID.mediaAppInformation:
             self = .appInformation(name: try reader.string(ParameterID.MediaAppInformation.appName),
                                    hasContentTree: try reader.bool(ParameterID.MediaAppInformation.hasContentTree))
@@ -352,7 +351,9 @@ public enum MediaMessage: Hashable, Sendable {
             imageRow: row, section: try reader.u16(ParameterID.ContentItem.section), badge: try reader.optionalString(ParameterID.ContentItem.badge))
     }
 
-    static func section(_ parameter: Parameter) throws(WireError) -> ContentSection {
+    /// nil for a section of a kind this end does not know (a newer phone's):
+    /// it is left out, and rows that refer to it show without one.
+    static func section(_ parameter: Parameter) throws(WireError) -> ContentSection? {
         let reader = MessageReader(group: try parameter.group())
         let id = try reader.u16(ParameterID.Section.sectionIdentifier), title = ParameterID.Section.title
         switch try reader.u8(ParameterID.Section.sectionKind) {
@@ -361,7 +362,7 @@ public enum MediaMessage: Hashable, Sendable {
         case 2: return ContentSection(id: id, kind: .playAll(itemCount: try reader.u32(ParameterID.Section.itemCount)))
         case 3: return ContentSection(id: id, kind: .empty(text: try reader.string(title)))
         case 4: return ContentSection(id: id, kind: .loadFailed(text: try reader.string(title)))
-        case let other: throw WireError(.badValue, "section kind \(other) is unknown")
+        default: return nil
         }
     }
 }
