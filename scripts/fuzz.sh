@@ -84,11 +84,13 @@ case "$WHICH" in
 esac
 
 echo "== building fuzz targets ($CONFIGURATION, -sanitize=fuzzer,address) in $SCRATCH"
-(cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" \
+# --disable-build-manifest-caching: the cached build plan of the parent
+# package misses a source file added to it ("cannot find ... in scope").
+(cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$SCRATCH" --disable-build-manifest-caching \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1 | tail -n 3)
 if [ "$ADDRESS_SANITIZER" = 0 ]; then
     echo "== building fuzz targets ($CONFIGURATION, -sanitize=fuzzer) in $PLAIN_SCRATCH"
-    (cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$PLAIN_SCRATCH" \
+    (cd "$FUZZ" && swift build -c "$CONFIGURATION" --scratch-path "$PLAIN_SCRATCH" --disable-build-manifest-caching \
         -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1 | tail -n 3)
 fi
 
