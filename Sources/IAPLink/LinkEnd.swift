@@ -603,6 +603,11 @@ public struct LinkEnd: Sendable {
     /// dropping it would lose data without a word, so such a renegotiation
     /// is refused and the link reset.
     private func uncarried(on link: NegotiatedLink) -> String? {
+        // Packets in flight are resent as they were sent: the new limits must
+        // cover them, in number as in length.
+        if !link.zeroAck, unacked.count > link.sendWindow {
+            return "max outstanding packets \(link.sendWindow) cannot cover the \(unacked.count) packets in flight, which are resent as they were sent"
+        }
         if !link.zeroAck, let longest = unacked.lazy.map(\.packet.count).max(), longest > link.sendPacketLength {
             return "max packet length \(link.sendPacketLength) cannot carry the \(longest)-byte packet in flight, which is resent as it was sent"
         }

@@ -290,6 +290,36 @@ import IAPWire
         #expect(device.events.contains(.down(.localReset)))
     }
 
+    /// Found by FuzzLinkEnd (single mode, 2026-11-26, 3.1 million executions
+    /// into a run at `2651de7`): four packets in flight on a window of 8,
+    /// then the peer renegotiated to a window of 1. The device took it and
+    /// had four packets outstanding where the peer allows one, to be resent
+    /// as they were. Such a renegotiation is refused, as one whose packet
+    /// length cannot carry what is in flight.
+    @Test func aRenegotiationToAWindowSmallerThanWhatIsInFlightIsRefused() throws {
+        var device = try Self.connected(window: 8)
+        for byte: UInt8 in 1...4 { try device.send([byte], session: 1) }
+        let before = device.written.count
+        let proposal = LinkParameters(maximumOutstandingPackets: 1).synchronization
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: proposal.encoded()))
+        #expect(device.packets.last?.control == .rst, "\(device.packets.suffix(3))")
+        #expect(device.written.count == before + 1, "only the RST is written")
+        let refused = device.events.flatMap { event -> [String] in
+            if case .proposalRefused(let reasons) = event { return reasons }
+            return []
+        }
+        #expect(refused.contains { $0.contains("cannot cover the 4 packets in flight") }, "\(device.events)")
+        #expect(device.events.contains(.down(.localReset)))
+    }
+
+    @Test func aSmallerWindowThatCoversWhatIsInFlightIsTaken() throws {
+        var device = try Self.connected(window: 8)
+        try device.send([1], session: 1)
+        let proposal = LinkParameters(maximumOutstandingPackets: 1).synchronization
+        try device.receive(LinkPacket(control: .syn, sequence: 0x11, payload: proposal.encoded()))
+        #expect(device.packets.last?.control == [.syn, .ack], "\(device.events)")
+    }
+
     /// What fits the new limit carries on: stream data is cut to the new size.
     @Test func aSmallerLimitThatFitsWhatIsCommittedIsTaken() throws {
         var device = try Self.connected(window: 1)
