@@ -116,23 +116,30 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
-    /// Whether the head unit's controls are radio controls, from the first
-    /// controlsChanged event `match` accepts within 10 s; nil if none came.
-    func controls(_ headUnit: HeadUnit, _ match: @escaping @Sendable ([AdvertisedCommand]) -> Bool) async -> Bool? {
-        await withTaskGroup(of: Bool?.self) { group in
+    /// The first event of `events` that `pick` makes a value of, within 10 s;
+    /// nil if none came (a test waits, never hangs).
+    func first<Event: Sendable, Value: Sendable>(in events: AsyncStream<Event>,
+                                                 _ pick: @escaping @Sendable (Event) -> Value?) async -> Value? {
+        await withTaskGroup(of: Value?.self) { group in
             group.addTask {
-                for await event in headUnit.events {
-                    if case .controlsChanged(let radio, let advertised) = event, match(advertised) { return radio }
-                }
+                for await event in events { if let value = pick(event) { return value } }
                 return nil
             }
             group.addTask {
                 try? await Task.sleep(for: .seconds(10))
                 return nil
             }
-            let first = await group.next() ?? nil
+            let found = await group.next() ?? nil
             group.cancelAll()
-            return first
+            return found
+        }
+    }
+
+    /// Whether the head unit's controls are radio controls, from the first
+    /// controlsChanged event `match` accepts.
+    func controls(_ headUnit: HeadUnit, _ match: @escaping @Sendable ([AdvertisedCommand]) -> Bool) async -> Bool? {
+        await first(in: headUnit.events) { event in
+            if case .controlsChanged(let radio, let advertised) = event, match(advertised) { radio } else { nil }
         }
     }
 
@@ -152,32 +159,15 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
-    /// The next phone event within 10 s, or nil.
-    func nextEvent(_ phone: Phone) async -> Phone.Event? {
-        await withTaskGroup(of: Phone.Event?.self) { group in
-            group.addTask {
-                for await event in phone.events { return event }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(10))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-    }
-
     @Test func thePhoneIsToldOfEachConnectionOnceAndOfItsEnd() async throws {
         try await withPair { headUnit, phone, _ in
-            guard case .connected(let identity)? = await nextEvent(phone) else {
+            guard case .connected(let identity)? = await first(in: phone.events, { $0 }) else {
                 Issue.record("no connected event")
                 return
             }
             #expect(identity.name == "iap-devkit head unit")
             await headUnit.close()
-            guard case .disconnected(let reason)? = await nextEvent(phone) else {
+            guard case .disconnected(let reason)? = await first(in: phone.events, { $0 }) else {
                 Issue.record("no disconnected event after the head unit closed")
                 return
             }
