@@ -141,6 +141,9 @@ public struct MediaSimulator: Sendable {
                 step = max(deadline, link.now)
             }
             link.run(until: min(step, end))
+            // The app's command handlers act at the app's time: a stale clock
+            // would date a pause or a track change back to the last load.
+            app.setTime(link.now)
             processLink()
             if let deadline = phoneConnection.nextDeadline, deadline <= link.now { serve(phoneConnection.tick(now: link.now), at: .device) }
             if let deadline = headUnitConnection.nextDeadline, deadline <= link.now { serve(headUnitConnection.tick(now: link.now), at: .accessory) }

@@ -42,7 +42,7 @@ public enum MediaEventText {
             let state = flagged.contains(.playbackStatus) || flagged.contains(.playbackState) && info.state == .unknown ? "state ?" : "\(info.state)"
             let repeatMode = flagged.contains(.repeatMode) ? "?" : "\(info.repeatMode)"
             let shuffleMode = flagged.contains(.shuffleMode) ? "?" : "\(info.shuffleMode)"
-            return "now playing: \(info.title ?? "nothing") — \(info.artist ?? "") [\(state), \(elapsed) of \((info.durationMilliseconds ?? 0) / 1000) s, rate \(info.playbackRate), repeat \(repeatMode), shuffle \(shuffleMode)]"
+            return "now playing: \(info.title ?? "nothing") — \(info.artist ?? "") [\(state), \(elapsed) of \((info.durationMilliseconds ?? 0) / 1000) s, rate \(info.playbackRate), repeat \(repeatMode), shuffle \(shuffleMode)\(info.artworkTransferID.map { ", artwork file \($0)" } ?? "")]"
                 + outOfRangeSuffix(model)
         case .queue(let queue):
             return "up next (\(queue.status)): " + queue.items.map { ($0.playingIndicator != .none ? "▶ " : "") + $0.text }.joined(separator: ", ")

@@ -218,6 +218,7 @@ public final class SampleApp: Sendable {
             return NowPlayingInfo(
                 itemID: track.persistentID, title: track.title, artist: track.artist, albumTitle: track.album, genre: track.genre,
                 durationMilliseconds: track.durationMilliseconds == 0 ? nil : track.durationMilliseconds,
+                artworkImageID: library.albums.first { $0.title == track.album && $0.tracks.contains(track) }?.imageID,
                 elapsedMilliseconds: Self.elapsed(current, at: now), playbackRate: current.playback == .playing ? current.rate : 0,
                 defaultPlaybackRate: current.rate, queueIndex: UInt32(current.index), queueCount: UInt32(current.queue.count),
                 state: current.playback, repeatMode: current.repeatMode, shuffleMode: current.shuffleMode, appName: appName)
@@ -233,9 +234,10 @@ public final class SampleApp: Sendable {
     /// The command center with a handler for every command this app supports.
     public func commandCenter() -> RemoteCommandCenter {
         var center = RemoteCommandCenter(supportedRates: supportedRates)
+        // Not seek forward/backward: this player does not scan, so it does not
+        // offer them (the head unit's skip buttons move by 15 s instead).
         let kinds: [RemoteCommand.Kind] = [.play, .pause, .stop, .togglePlayPause, .nextTrack, .previousTrack, .changePlaybackPosition,
-                                           .seekForward, .seekBackward, .skipForward, .skipBackward, .changeRepeatMode,
-                                           .changeShuffleMode, .changePlaybackRate]
+                                           .skipForward, .skipBackward, .changeRepeatMode, .changeShuffleMode, .changePlaybackRate]
         for kind in kinds { center.register(kind) { [self] command in perform(command) } }
         return center
     }
@@ -299,7 +301,8 @@ public final class SampleApp: Sendable {
                 let duration = Int(current.queue[current.index].durationMilliseconds)
                 current.elapsedBase = UInt32(max(0, min(duration == 0 ? Int(UInt32.max) : duration, Int(current.elapsedBase) + delta)))
             case .seekForward, .seekBackward:
-                guard hasItem else { return .noActionableNowPlayingItem }
+                // Never registered (see commandCenter): a player that does not scan fails them.
+                return .commandFailed
             case .changeRepeatMode(let mode):
                 current.repeatMode = mode
             case .changeShuffleMode(let mode):

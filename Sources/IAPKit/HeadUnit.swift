@@ -147,6 +147,16 @@ public final class HeadUnit: Sendable {
         return info
     }
 
+    /// The artwork of what is playing (the image file the phone sent with
+    /// it, at the screen's scale), once it has arrived; nil for an item
+    /// without artwork. Its arrival is announced by another `.nowPlaying`
+    /// event.
+    public var nowPlayingArtwork: [UInt8]? {
+        state.withLock { state in
+            state.artwork.flatMap { $0.id == state.nowPlaying.info.artworkTransferID ? $0.bytes : nil }
+        }
+    }
+
     /// The commands the app advertises, enabled or not.
     public var advertisedCommands: [AdvertisedCommand] { state.withLock { $0.advertised } }
 
@@ -312,6 +322,8 @@ struct Waiters: Sendable {
     /// Files that arrived before anyone asked for them (the image's answer
     /// may follow its file), the last few only.
     var files: [(id: UInt8, bytes: [UInt8])] = []
+    /// The last file now playing named as its artwork.
+    var artwork: (id: UInt8, bytes: [UInt8])?
     var appName: String?
     var advertised: [AdvertisedCommand] = []
     var nowPlaying = NowPlayingModel()
@@ -335,6 +347,9 @@ struct Waiters: Sendable {
         case .fileReceived(let id, let bytes):
             if let waiter = fileWaiters.removeValue(forKey: id) {
                 waiter.resume(returning: bytes)
+            } else if nowPlaying.info.artworkTransferID == id {
+                artwork = (id, bytes)
+                feed.yield(.nowPlaying(connection.headUnit.nowPlaying.info))
             } else {
                 files.append((id, bytes))
                 if files.count > 8 { files.removeFirst() }
@@ -416,6 +431,7 @@ struct Waiters: Sendable {
             appName = nil
             advertised = []
             nowPlaying = NowPlayingModel()
+            artwork = nil
         }
         for waiter in connected { waiter.resume(throwing: error) }
         for waiter in tabs { waiter.resume(throwing: error) }

@@ -57,6 +57,10 @@ public struct HeadUnitMediaRole: Sendable {
     public private(set) var appName: String?
     public private(set) var hasContentTree = false
     public private(set) var advertised: [AdvertisedCommand] = []
+    /// Whether the phone has sent its command set on this connection. A
+    /// head unit browses a content tree only once it has one: a tree offered
+    /// before the commands is never asked for, as in the field.
+    public private(set) var hasCommandSet = false
     public private(set) var tabs: [ContentItem] = []
     public private(set) var containers: [String: ContainerState] = [:]
     public private(set) var nowPlaying = NowPlayingModel()
@@ -110,6 +114,7 @@ public struct HeadUnitMediaRole: Sendable {
         appName = nil
         hasContentTree = false
         advertised = []
+        hasCommandSet = false
         radioControls = false
         commandLog = []
         tabs = []
@@ -155,12 +160,30 @@ public struct HeadUnitMediaRole: Sendable {
                 .browse(containerID: containerID, offset: offset), now: now)
     }
 
+    /// Plays a row (or one image of an image row). A row shown disabled
+    /// ("Loading…") or an image not selectable is not: the selection fails
+    /// at once and nothing is sent.
     public mutating func select(_ itemID: String, imageRowEntryID: String? = nil, now: LinkInstant) -> [Output] {
+        if let row = shownRow(itemID) {
+            let entry = imageRowEntryID.flatMap { id in row.imageRow?.entries.first { $0.id == id } }
+            guard row.isEnabled, entry?.selectable != false else { return [.event(.selection(itemID: itemID, .commandFailed))] }
+        }
         selecting = itemID
+
         return request(.playItem(requestID: 0, itemID: itemID, imageRowEntryID: imageRowEntryID), .select(itemID: itemID), now: now)
     }
 
     /// Sends a command (voice control sends the same ones).
+    /// The row with this id among those shown (tabs, open containers); nil
+    /// for one never shown, such as an "up next" item outside the tree.
+    private func shownRow(_ itemID: String) -> ContentItem? {
+        if let tab = tabs.first(where: { $0.id == itemID }) { return tab }
+        for state in containers.values {
+            if let row = state.items.first(where: { $0.id == itemID }) { return row }
+        }
+        return nil
+    }
+
     public mutating func send(_ command: RemoteCommand, now: LinkInstant) -> [Output] {
         request(.remoteCommand(requestID: 0, command), .command(command), now: now)
     }
@@ -199,6 +222,7 @@ public struct HeadUnitMediaRole: Sendable {
             return [.event(.appInformation(name: name, hasContentTree: hasContent))]
         case .advertisedCommands(let commands):
             advertised = commands
+            hasCommandSet = true
             let feedback = commands.filter { $0.kind.isRadioFeedback }
             radioControls = radioControls ? !feedback.isEmpty : feedback.contains { $0.enabled }
             return [.event(.controlsChanged(radio: radioControls, advertised: commands))]
@@ -240,14 +264,13 @@ public struct HeadUnitMediaRole: Sendable {
             containers[containerID] = state
             return [.event(.browseFailed(containerID: containerID, response.status, reason))]
         }
+        // What exceeds the limits stated up front is an error shown as such.
+        if let reason = exceededLimit(response, root: containerID.isEmpty) {
+            state.failure = reason
+            containers[containerID] = state
+            return [.event(.browseFailed(containerID: containerID, .exceedsLimits, reason))]
+        }
         if containerID.isEmpty {
-            // More tabs than the limit is an error shown as such, never cut.
-            guard response.items.count <= limits.tabsShown else {
-                let reason = "the phone offered \(response.items.count) tabs; at most \(limits.tabsShown) can be shown"
-                state.failure = reason
-                containers[containerID] = state
-                return [.event(.browseFailed(containerID: containerID, .exceedsLimits, reason))]
-            }
             tabs = response.items
             state.items = response.items
             state.totalCount = response.items.count
@@ -279,6 +302,19 @@ public struct HeadUnitMediaRole: Sendable {
         state.failure = nil
         containers[containerID] = state
         return [.event(.page(containerID: containerID))]
+    }
+
+    /// How a page breaks the limits this head unit stated, if it does: more
+    /// tabs or rows than asked for, or an image row with more images than
+    /// it shows. Such a page is refused, never cut.
+    private func exceededLimit(_ response: BrowseResponse, root: Bool) -> String? {
+        let rows = response.items.count
+        if root, rows > limits.tabsShown { return "the phone offered \(rows) tabs; at most \(limits.tabsShown) can be shown" }
+        if !root, rows > limits.maximumPageSize { return "the phone sent a page of \(rows) rows; a page holds at most \(limits.maximumPageSize)" }
+        if let row = response.items.compactMap(\.imageRow).first(where: { $0.entries.count > limits.maximumImageRowImages }) {
+            return "image row \"\(row.title)\" has \(row.entries.count) images; at most \(limits.maximumImageRowImages) are shown"
+        }
+        return nil
     }
 
     // MARK: Time

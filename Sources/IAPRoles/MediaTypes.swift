@@ -188,6 +188,11 @@ public struct NowPlayingInfo: Hashable, Sendable {
     public var releaseDate: String?
     public var durationMilliseconds: UInt32?
     public var artworkTransferID: UInt8?
+    /// The phone app's image id for the item's artwork (as its content source
+    /// names images). Never on the wire: the phone role asks the app for
+    /// this image at the head unit's scale, sends it over the file-transfer
+    /// session and fills `artworkTransferID` for it. Nil on the head unit.
+    public var artworkImageID: String?
     public var elapsedMilliseconds: UInt32
     /// 1.0 is normal speed; 0 while not playing, or playing but stalled
     /// (buffering): the position does not move.
@@ -202,7 +207,7 @@ public struct NowPlayingInfo: Hashable, Sendable {
 
     public init(itemID: UInt64? = nil, title: String? = nil, artist: String? = nil, albumTitle: String? = nil, genre: String? = nil,
                 releaseDate: String? = nil, durationMilliseconds: UInt32? = nil, artworkTransferID: UInt8? = nil,
-                elapsedMilliseconds: UInt32 = 0, playbackRate: Double? = nil, defaultPlaybackRate: Double = 1, queueIndex: UInt32? = nil,
+                artworkImageID: String? = nil, elapsedMilliseconds: UInt32 = 0, playbackRate: Double? = nil, defaultPlaybackRate: Double = 1, queueIndex: UInt32? = nil,
                 queueCount: UInt32? = nil, state: PlaybackState = .unknown, repeatMode: RepeatMode = .off,
                 shuffleMode: ShuffleMode = .off, appName: String? = nil) {
         self.itemID = itemID
@@ -213,6 +218,7 @@ public struct NowPlayingInfo: Hashable, Sendable {
         self.releaseDate = releaseDate
         self.durationMilliseconds = durationMilliseconds
         self.artworkTransferID = artworkTransferID
+        self.artworkImageID = artworkImageID
         self.elapsedMilliseconds = elapsedMilliseconds
         // Left out, the rate follows the state: normal speed while playing,
         // so that "playing" alone moves the position.

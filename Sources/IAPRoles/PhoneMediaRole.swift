@@ -52,7 +52,11 @@ public struct PhoneMediaRole: Sendable {
         /// What the head unit asked for in StartNowPlayingUpdates; nil: not subscribed.
         var subscription: NowPlayingSelection?
         var lastSent: (info: NowPlayingInfo, at: LinkInstant)?
-        var pending: [UInt32: (requestID: UInt32, request: LoadRequest, deadline: LinkInstant)] = [:]
+        /// The now-playing artwork this head unit has or is getting: the
+        /// app's image id and, once the file is on its way, its transfer id.
+        var artwork: (imageID: String, transferID: UInt8?)?
+        /// Loads by token; a nil request id is the role's own artwork load.
+        var pending: [UInt32: (requestID: UInt32?, request: LoadRequest, deadline: LinkInstant)] = [:]
     }
 
     public let appName: String
@@ -135,11 +139,71 @@ public struct PhoneMediaRole: Sendable {
         info.appName = info.appName.map(Self.cut)
         nowPlaying = info
         nowPlayingAt = now
-        guard var current = connection, let selection = current.subscription else { return [] }
-        if let last = current.lastSent, !Self.meaningfullyDifferent(last.info, sentAt: last.at, from: info, at: now) { return [] }
+        guard var current = connection, current.subscription != nil else { return [] }
+        defer { connection = current }
+        return publish(in: &current, now: now) + fetchArtwork(in: &current, now: now)
+    }
+
+    /// Now playing as this head unit sees it: the artwork as the transfer it
+    /// has been sent (none while it loads), the app's image id left out.
+    private func published(_ current: Connection, now: LinkInstant) -> NowPlayingInfo {
+        var info = nowPlaying
+        info.elapsedMilliseconds = elapsed(at: now)
+        if info.artworkImageID != nil { info.artworkTransferID = current.artwork?.transferID }
+        info.artworkImageID = nil
+        return info
+    }
+
+    /// Sends now playing to a subscribed head unit, unless nothing changed
+    /// meaningfully since the last update (`always`: send anyway).
+    private func publish(in current: inout Connection, now: LinkInstant, always: Bool = false,
+                         only attributes: NowPlayingSelection? = nil) -> [Output] {
+        guard let selection = current.subscription else { return [] }
+        let info = published(current, now: now)
+        if !always, let last = current.lastSent, !Self.meaningfullyDifferent(last.info, sentAt: last.at, from: info, at: now) { return [] }
         current.lastSent = (info, now)
-        connection = current
-        return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info, selection: selection)))]
+        var sent = selection
+        if let attributes {
+            sent.mediaItem.formIntersection(attributes.mediaItem)
+            sent.playback.formIntersection(attributes.playback)
+        }
+        return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info, selection: sent)))]
+    }
+
+    /// When what is playing names artwork this head unit does not have, asks
+    /// the app for it at the head unit's scale; the file and an update
+    /// naming its transfer follow the app's answer (`complete`).
+    private mutating func fetchArtwork(in current: inout Connection, now: LinkInstant) -> [Output] {
+        guard current.subscription?.mediaItem.contains(ParameterID.MediaItem.artworkFileTransferIdentifier) == true,
+              nowPlaying.artworkImageID != current.artwork?.imageID else { return [] }
+        guard let imageID = nowPlaying.artworkImageID else {
+            current.artwork = nil
+            return []
+        }
+        current.artwork = (imageID, nil)
+        return [startLoad(.image(id: imageID, scale: min(3, max(1, current.limits.imageScale))), requestID: nil, in: &current, now: now)]
+    }
+
+    /// The app's artwork arrived: unless the item changed meanwhile, an
+    /// update naming the transfer (the media item whole, as a group must
+    /// be), then the file.
+    private mutating func artworkLoaded(_ bytes: [UInt8], imageID: String, in current: inout Connection, now: LinkInstant) -> [Output] {
+        guard let artwork = current.artwork, artwork.imageID == imageID, artwork.transferID == nil else {
+            return [.log("artwork \(imageID) arrived after the item changed: not sent")]
+        }
+        if let format = AnimatedImage.format(of: bytes) {
+            return [.log("artwork \(imageID) not sent: animated images (\(format)) are not allowed")]
+        }
+        let transfer = takeTransferID()
+        current.artwork = (imageID, transfer)
+        let mediaItem = NowPlayingSelection(mediaItem: Set(NowPlayingUpdate.mediaAttributeIDs), playback: [])
+        return publish(in: &current, now: now, always: true, only: mediaItem) + [.transferFile(id: transfer, bytes: bytes)]
+    }
+
+    private mutating func takeTransferID() -> UInt8 {
+        let transfer = nextTransfer
+        nextTransfer = nextTransfer == 255 ? 1 : nextTransfer + 1
+        return transfer
     }
 
     static func meaningfullyDifferent(_ old: NowPlayingInfo, sentAt: LinkInstant, from new: NowPlayingInfo, at now: LinkInstant) -> Bool {
@@ -169,17 +233,12 @@ public struct PhoneMediaRole: Sendable {
             return [.log("head unit limits: \(limits.maximumTabs) tabs, pages of \(limits.maximumPageSize), \(limits.maximumImageRowImages) images per row, scale \(limits.imageScale)")]
         case .startNowPlayingUpdates(let selection):
             current.subscription = selection
-            let info = NowPlayingInfo(
-                itemID: nowPlaying.itemID, title: nowPlaying.title, artist: nowPlaying.artist, albumTitle: nowPlaying.albumTitle,
-                genre: nowPlaying.genre, releaseDate: nowPlaying.releaseDate, durationMilliseconds: nowPlaying.durationMilliseconds,
-                artworkTransferID: nowPlaying.artworkTransferID, elapsedMilliseconds: elapsed(at: now), playbackRate: nowPlaying.playbackRate,
-                defaultPlaybackRate: nowPlaying.defaultPlaybackRate, queueIndex: nowPlaying.queueIndex, queueCount: nowPlaying.queueCount,
-                state: nowPlaying.state, repeatMode: nowPlaying.repeatMode, shuffleMode: nowPlaying.shuffleMode, appName: nowPlaying.appName)
-            current.lastSent = (info, now)
-            return [.send(.nowPlayingUpdate(NowPlayingUpdate(full: info, selection: selection)))]
+            current.artwork = nil
+            return publish(in: &current, now: now, always: true) + fetchArtwork(in: &current, now: now)
         case .stopNowPlayingUpdates:
             current.subscription = nil
             current.lastSent = nil
+            current.artwork = nil
             return []
         case .browseRequest(let id, let container, let offset, let count):
             guard offersContent else {
@@ -253,7 +312,7 @@ public struct PhoneMediaRole: Sendable {
     /// unit that floods the phone cannot make it grow.
     public static let maximumPendingRequests = 64
 
-    private mutating func startLoad(_ request: LoadRequest, requestID: UInt32, in current: inout Connection, now: LinkInstant) -> Output {
+    private mutating func startLoad(_ request: LoadRequest, requestID: UInt32?, in current: inout Connection, now: LinkInstant) -> Output {
         guard current.pending.count < Self.maximumPendingRequests else {
             return answerFailure(request, requestID: requestID, status: .exceedsLimits,
                                  error: "\(Self.maximumPendingRequests) requests are already waiting for the app")
@@ -268,8 +327,19 @@ public struct PhoneMediaRole: Sendable {
     /// timed out, or after the connection ended, are dropped.
     public mutating func complete(token: UInt32, with result: LoadResult, now: LinkInstant) -> [Output] {
         guard var current = connection, let pending = current.pending.removeValue(forKey: token) else { return [] }
-        connection = current
-        let id = pending.requestID
+        defer { connection = current }
+        guard let id = pending.requestID else {
+            // The role's own load: the now-playing artwork.
+            switch (pending.request, result) {
+            case (.image(let imageID, _), .image(let bytes)):
+                return artworkLoaded(bytes, imageID: imageID, in: &current, now: now)
+            case (_, .failed(let status, let error)):
+                return [answerFailure(pending.request, requestID: nil, status: status, error: error)]
+            default:
+                return [answerFailure(pending.request, requestID: nil, status: .commandFailed,
+                                      error: "the app answered \(Self.kind(of: result)) to an image request")]
+            }
+        }
         switch (pending.request, result) {
         case (_, .failed(let status, let error)):
             return [answerFailure(pending.request, requestID: id, status: status, error: error)]
@@ -309,8 +379,7 @@ public struct PhoneMediaRole: Sendable {
             if let format = AnimatedImage.format(of: bytes) {
                 return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: "animated images (\(format)) are not allowed"))]
             }
-            let transfer = nextTransfer
-            nextTransfer = nextTransfer == 255 ? 1 : nextTransfer + 1
+            let transfer = takeTransferID()
             return [.send(.imageResponse(requestID: id, .success, transferID: transfer, error: nil)), .transferFile(id: transfer, bytes: bytes)]
         default:
             // Kinds only: the values (a page of items, an item id from the
@@ -348,8 +417,13 @@ public struct PhoneMediaRole: Sendable {
         text.utf8.count <= maximumTextLength ? text : String(decoding: text.utf8.prefix(maximumTextLength), as: UTF8.self)
     }
 
-    private func answerFailure(_ request: LoadRequest, requestID id: UInt32, status: RequestStatus, error: String) -> Output {
+    private func answerFailure(_ request: LoadRequest, requestID: UInt32?, status: RequestStatus, error: String) -> Output {
         let error = Self.cut(error)
+        guard let id = requestID else {
+            // Nobody asked for the artwork: nothing to answer, only to say.
+            guard case .image(let imageID, _) = request else { return .log(error) }
+            return .log("artwork \(imageID) not sent: \(status): \(error)")
+        }
         return switch request {
         case .tabs, .children: .send(.browseResponse(BrowseResponse(requestID: id, status: status, error: error)))
         case .play: .send(.requestStatus(requestID: id, status, error: error))

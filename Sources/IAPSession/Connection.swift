@@ -274,7 +274,7 @@ public struct Connection: Sendable {
 
     /// Phone: what the app is playing; an update goes out when it changed meaningfully.
     public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
-        if phone.isConnected { phoneOutputs(phone.setNowPlaying(info, now: now)) }
+        if phone.isConnected { publishNowPlaying(info, now: now) }
         return take(now)
     }
 
@@ -507,8 +507,16 @@ public struct Connection: Sendable {
             case .send(let message): sendMessage(message.controlMessage)
             case .event(let event):
                 emit(.media(event))
-                // Browsing starts from the root as soon as the phone says it has a tree.
-                if case .appInformation(_, true) = event { headUnitOutputs(headUnit.openRoot(now: now), now: now) }
+                // Browsing starts from the root as soon as the phone says it has
+                // a tree, if the phone sent its command set first; a head unit
+                // never asks for a tree offered before the commands.
+                if case .appInformation(_, true) = event {
+                    if headUnit.hasCommandSet {
+                        headUnitOutputs(headUnit.openRoot(now: now), now: now)
+                    } else {
+                        emit(.problem("the phone offered its content tree before its command set: a head unit does not browse it (send AdvertisedCommands first)"))
+                    }
+                }
             }
         }
     }
@@ -597,7 +605,15 @@ public struct Connection: Sendable {
 
     private mutating func syncNowPlaying(now: LinkInstant) {
         guard let nowPlayingSource, phone.isConnected else { return }
-        phoneOutputs(phone.setNowPlaying(nowPlayingSource(now), now: now))
+        publishNowPlaying(nowPlayingSource(now), now: now)
+    }
+
+    /// Artwork travels over the file-transfer session: on a link without
+    /// one, the app's artwork is not offered.
+    private mutating func publishNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) {
+        var info = info
+        if fileSession == nil { info.artworkImageID = nil }
+        phoneOutputs(phone.setNowPlaying(info, now: now))
     }
 
     static func name(_ id: UInt16) -> String {

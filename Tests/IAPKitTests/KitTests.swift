@@ -143,6 +143,25 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         }
     }
 
+    /// An app names its artwork by image id; the head unit gets the image,
+    /// at its scale, without asking.
+    @Test func nowPlayingArtworkArrivesWithoutBeingAskedFor() async throws {
+        try await withPair { headUnit, phone, _ in
+            phone.nowPlaying.info = NowPlayingInfo(title: "So What", artworkImageID: "cover", state: .playing)
+            let artwork = await first(in: headUnit.events) { event -> [UInt8]? in
+                if case .nowPlaying = event { headUnit.nowPlayingArtwork } else { nil }
+            }
+            #expect(artwork == Array(repeating: 2, count: 3000), "the default screen's scale is 2")
+            #expect(headUnit.nowPlaying.title == "So What")
+            // An item without artwork: none is shown.
+            phone.nowPlaying.info = NowPlayingInfo(title: "Jazz Radio", state: .playing)
+            let cleared = await first(in: headUnit.events) { event -> Bool? in
+                if case .nowPlaying(let info) = event, info.title == "Jazz Radio" { headUnit.nowPlayingArtwork == nil } else { nil }
+            }
+            #expect(cleared == true)
+        }
+    }
+
     @Test func anAppChangesItsCommandsWhileConnected() async throws {
         try await withPair { headUnit, phone, received in
             #expect(headUnit.advertisedCommands.map(\.kind).contains(.pause))

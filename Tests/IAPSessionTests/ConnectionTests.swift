@@ -51,10 +51,16 @@ struct SessionHarness {
     private var wire: [(toDevice: Bool, bytes: [UInt8])] = []
     private var decoders = [ControlMessageDecoder(), ControlMessageDecoder()]
 
-    init(phone: Connection.Configuration = .init(role: .phone), headUnit: Connection.Configuration = .init(role: .headUnit)) {
+    /// `playing`: the phone publishes what the sample app plays (with its artwork).
+    init(phone: Connection.Configuration = .init(role: .phone), headUnit: Connection.Configuration = .init(role: .headUnit),
+         playing: Bool = false) {
         accessoryLink = LinkEnd(configuration: LinkConfiguration(role: .accessory, skipDetect: true, keepAliveInterval: nil, silenceLimit: nil))
         deviceLink = LinkEnd(configuration: LinkConfiguration(role: .device, keepAliveInterval: nil, silenceLimit: nil))
-        self.phone = Connection(phone, phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true))
+        let app = self.app
+        var source: (@Sendable (LinkInstant) -> NowPlayingInfo)?
+        if playing { source = { @Sendable now in app.nowPlaying(at: now) } }
+        self.phone = Connection(phone, phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
+                                nowPlaying: source)
         self.headUnit = Connection(headUnit)
     }
 

@@ -1,0 +1,144 @@
+import Testing
+import IAPDemo
+import IAPLink
+import IAPRoles
+import IAPSession
+import IAPWire
+
+/// Now-playing artwork reaches the head unit without being asked for: the
+/// phone names a file transfer in the update and sends the app's image, at
+/// the head unit's scale, over the file-transfer session.
+@Suite struct NowPlayingArtworkTests {
+    static func files(_ events: [Connection.Event]) -> [(UInt8, [UInt8])] {
+        events.compactMap { if case .fileReceived(let id, let bytes) = $0 { (id, bytes) } else { nil } }
+    }
+
+    @Test func thePlayingAlbumsArtworkArrivesWithNowPlaying() {
+        var harness = SessionHarness(playing: true)
+        harness.start()
+        harness.run(for: .seconds(2))
+        harness.headUnitDoes { $0.select("kind-of-blue:2", now: $1) }
+        harness.run(for: .seconds(1))
+        let info = harness.headUnit.headUnit.nowPlaying.info
+        #expect(info.title == "Freddie Freeloader")
+        guard let transfer = info.artworkTransferID else {
+            Issue.record("now playing names no artwork transfer: \(info)")
+            return
+        }
+        let expected = harness.app.library.image("art:kind-of-blue", scale: HeadUnitLimits.audioApps.imageScale)
+        #expect(Self.files(harness.headUnitEvents).contains { $0.0 == transfer && $0.1 == expected },
+                "files \(Self.files(harness.headUnitEvents).map(\.0)), transfer \(transfer)")
+        #expect(problems(harness.phoneEvents).isEmpty, "\(problems(harness.phoneEvents))")
+        #expect(problems(harness.headUnitEvents).isEmpty, "\(problems(harness.headUnitEvents))")
+
+        // The next track of the same album: the artwork is not sent again.
+        let sentBefore = Self.files(harness.headUnitEvents).count
+        harness.headUnitDoes { $0.send(.nextTrack, now: $1) }
+        harness.run(for: .seconds(1))
+        #expect(harness.headUnit.headUnit.nowPlaying.info.title == "Blue in Green")
+        #expect(harness.headUnit.headUnit.nowPlaying.info.artworkTransferID == transfer)
+        #expect(Self.files(harness.headUnitEvents).count == sentBefore)
+
+        // Another album: new artwork, under a new transfer.
+        harness.headUnitDoes { $0.select("blue-train:1", now: $1) }
+        harness.run(for: .seconds(1))
+        let other = harness.headUnit.headUnit.nowPlaying.info.artworkTransferID
+        #expect(other != nil && other != transfer)
+        let blueTrain = harness.app.library.image("art:blue-train", scale: HeadUnitLimits.audioApps.imageScale)
+        #expect(Self.files(harness.headUnitEvents).contains { $0.0 == other && $0.1 == blueTrain })
+    }
+
+    @Test func anItemWithoutArtworkNamesNoTransfer() {
+        var harness = SessionHarness(playing: true)
+        harness.start()
+        harness.run(for: .seconds(2))
+        harness.headUnitDoes { $0.select("kind-of-blue:1", now: $1) }
+        harness.run(for: .seconds(1))
+        #expect(harness.headUnit.headUnit.nowPlaying.info.artworkTransferID != nil)
+        // A radio station has no artwork: the album's must not stay on screen.
+        harness.headUnitDoes { $0.select("station:jazz", now: $1) }
+        harness.run(for: .seconds(1))
+        #expect(harness.headUnit.headUnit.nowPlaying.info.title == "Jazz Radio")
+        #expect(harness.headUnit.headUnit.nowPlaying.info.artworkTransferID == nil)
+    }
+}
+
+/// A head unit browses a content tree only after the phone's command set,
+/// as in the field (a tree offered first is never asked for).
+@Suite struct CommandSetOrderTests {
+    /// A head unit core identified with a phone that sends whatever the test gives it.
+    static func identifiedHeadUnit() throws -> Connection {
+        let proposal = LinkParameters().synchronization
+        let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
+        var headUnit = Connection(.init(role: .headUnit))
+        _ = headUnit.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
+        _ = headUnit.received(session: 1, try ControlMessage(id: MessageID.startIdentification).encoded(), now: .milliseconds(1))
+        _ = headUnit.received(session: 1, try ControlMessage(id: MessageID.identificationAccepted).encoded(), now: .milliseconds(2))
+        guard case .identified = headUnit.stage else {
+            Issue.record("the head unit is not identified: \(headUnit.stage)")
+            return headUnit
+        }
+        return headUnit
+    }
+
+    static func browses(_ outputs: [Connection.Output]) -> [MediaMessage] {
+        outputs.compactMap { output -> MediaMessage? in
+            guard case .send(1, let bytes) = output, let message = try? MediaMessage(try ControlMessage(decoding: bytes)),
+                  case .browseRequest = message else { return nil }
+            return message
+        }
+    }
+
+    @Test func aTreeOfferedAfterTheCommandsIsBrowsed() throws {
+        var headUnit = try Self.identifiedHeadUnit()
+        _ = headUnit.received(session: 1, try MediaMessage.advertisedCommands([AdvertisedCommand(.play, enabled: true)]).controlMessage.encoded(),
+                              now: .milliseconds(3))
+        let outputs = headUnit.received(session: 1, try MediaMessage.appInformation(name: "App", hasContentTree: true).controlMessage.encoded(),
+                                        now: .milliseconds(4))
+        #expect(Self.browses(outputs).count == 1)
+    }
+
+    @Test func aTreeOfferedBeforeTheCommandsIsNotBrowsedAndTheProblemIsNamed() throws {
+        var headUnit = try Self.identifiedHeadUnit()
+        var outputs = headUnit.received(session: 1, try MediaMessage.appInformation(name: "App", hasContentTree: true).controlMessage.encoded(),
+                                        now: .milliseconds(3))
+        outputs += headUnit.received(session: 1, try MediaMessage.advertisedCommands([AdvertisedCommand(.play, enabled: true)]).controlMessage.encoded(),
+                                     now: .milliseconds(4))
+        #expect(Self.browses(outputs).isEmpty)
+        let problems = outputs.compactMap { if case .event(.problem(let text)) = $0 { text } else { nil } }
+        #expect(problems.contains { $0.contains("before its command set") }, "\(problems)")
+    }
+}
+
+/// Artwork travels over the file-transfer session: a link without one
+/// offers none, and nothing is asked of the app for it.
+@Suite struct ArtworkWithoutFileSessionTests {
+    static func identifiedPhone(sessions: [LinkSessionDescriptor]) throws -> Connection {
+        let limits = LinkParameters(sessions: sessions)
+        let proposal = limits.synchronization
+        let answer = try LinkNegotiation.answer(to: proposal, limits: limits).get()
+        let app = SampleApp()
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: .zero)
+        var phone = Connection(.init(role: .phone, authentication: .off),
+                               phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
+                               nowPlaying: { now in app.nowPlaying(at: now) })
+        _ = phone.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
+        _ = phone.received(session: 1, try AccessoryIdentity.devKitHeadUnit.message.encoded(), now: .zero)
+        return phone
+    }
+
+    static func imageLoads(_ outputs: [Connection.Output]) -> [PhoneMediaRole.LoadRequest] {
+        outputs.compactMap { if case .load(_, let request) = $0, case .image = request { request } else { nil } }
+    }
+
+    @Test func aLinkWithoutAFileSessionGetsNoArtwork() throws {
+        let subscribe = try MediaMessage.startNowPlayingUpdates(.all).controlMessage.encoded()
+        var without = try Self.identifiedPhone(sessions: [.init(id: 1, type: .control)])
+        let outputs = without.received(session: 1, subscribe, now: .milliseconds(1))
+        #expect(Self.imageLoads(outputs).isEmpty, "\(outputs)")
+        #expect(!outputs.contains { if case .event(.problem) = $0 { true } else { false } }, "\(outputs)")
+
+        var with = try Self.identifiedPhone(sessions: LinkParameters.standardSessions)
+        #expect(Self.imageLoads(with.received(session: 1, subscribe, now: .milliseconds(1))) == [.image(id: "art:kind-of-blue", scale: 2)])
+    }
+}
