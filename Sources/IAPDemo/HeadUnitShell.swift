@@ -21,7 +21,7 @@ public struct HeadUnitShell: Sendable {
         "seek SECONDS          jump to a position; skip SECONDS / back SECONDS move by an interval",
         "repeat off|one|all, shuffle off|songs|albums, rate (steps through the phone's rates)",
         "like, unlike, dislike, bookmark (the phone must offer them)",
-        "queue                 up next",
+        "queue [more]          up next (its next page)",
         "np, watch [SECONDS]   now playing, once or every second",
         "art N                 fetch row N's image over the file-transfer session",
         "buttons               the transport buttons shown now",
@@ -123,7 +123,7 @@ public struct HeadUnitShell: Sendable {
         case "unlike": return (role.send(.like(false), now: now), text)
         case "dislike": return (role.send(.dislike(true), now: now), text)
         case "bookmark": return (role.send(.bookmark(true), now: now), text)
-        case "queue": return (role.requestQueue(now: now), text)
+        case "queue": return (argument == "more" ? role.loadMoreQueue(now: now) : role.requestQueue(now: now), text)
         case "np":
             return ([], text + [MediaEventText.nowPlayingLine(role, now: now)])
         case "watch":

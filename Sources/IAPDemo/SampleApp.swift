@@ -416,6 +416,17 @@ public final class SampleApp: Sendable {
     }
 
     private func play(_ itemID: String, entry: String?, now: LinkInstant) -> PhoneMediaRole.LoadResult {
+        // An item of the current queue ("up next", which may hold items
+        // outside the browse tree) plays from where it is in that queue.
+        let jumped = state.withLock { current -> Bool in
+            guard entry == nil, let index = current.queue.firstIndex(where: { $0.id == itemID }) else { return false }
+            current.index = index
+            current.elapsedBase = 0
+            current.since = now
+            current.playback = .playing
+            return true
+        }
+        if jumped { return .done }
         var queue: [SampleTrack]
         var index = 0
         if itemID.hasPrefix("playall:"), let album = library.album(String(itemID.dropFirst("playall:".count))) {

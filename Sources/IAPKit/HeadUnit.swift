@@ -205,6 +205,19 @@ public final class HeadUnit: Sendable {
         try await request({ $0.queues.append($1) }) { role, now in role.requestQueue(now: now) }
     }
 
+    /// The next page of "up next": the response holds every item so far.
+    /// Before `queue()` it is the first page; a queue whose items are all
+    /// here (or whose last page failed) is returned as is.
+    public func loadMoreQueue() async throws -> QueueResponse {
+        try await request({ $0.queues.append($1) }) { role, now in
+            guard let held = role.queue else { return role.requestQueue(now: now) }
+            // A page on its way answers this call too.
+            if role.isLoadingQueue { return [] }
+            let outputs = role.loadMoreQueue(now: now)
+            return outputs.isEmpty ? [.event(.queue(held))] : outputs
+        }
+    }
+
     /// The bytes of an image (album art, an icon) at the screen's scale.
     public func artwork(_ imageID: String) async throws -> [UInt8] {
         let transferID: UInt8 = try await request({ $0.images[imageID, default: []].append($1) }) { role, now in

@@ -46,7 +46,7 @@ public struct HeadUnitMediaRole: Sendable {
         case browse(containerID: String, offset: Int)
         case select(itemID: String)
         case command(RemoteCommand)
-        case queue
+        case queue(offset: Int)
         case image(String)
     }
 
@@ -64,6 +64,9 @@ public struct HeadUnitMediaRole: Sendable {
     public private(set) var tabs: [ContentItem] = []
     public private(set) var containers: [String: ContainerState] = [:]
     public private(set) var nowPlaying = NowPlayingModel()
+    /// "Up next" as far as it has been fetched: every page so far, the
+    /// total and current index of the latest, and its status (a failed or
+    /// unanswered later page keeps the items held).
     public private(set) var queue: QueueResponse?
     /// The row showing a spinner until the phone completes the selection.
     public private(set) var selecting: String?
@@ -188,8 +191,22 @@ public struct HeadUnitMediaRole: Sendable {
         request(.remoteCommand(requestID: 0, command), .command(command), now: now)
     }
 
+    /// "Up next" from its first item; pages asked for before are no longer
+    /// wanted (their answers would not continue this one).
     public mutating func requestQueue(now: LinkInstant) -> [Output] {
-        request(.queueRequest(requestID: 0, offset: 0, count: UInt16(limits.maximumPageSize)), .queue, now: now)
+        pending = pending.filter { if case .queue = $0.value.0 { false } else { true } }
+        return request(.queueRequest(requestID: 0, offset: 0, count: UInt16(limits.maximumPageSize)), .queue(offset: 0), now: now)
+    }
+
+    /// Whether a page of "up next" is on its way.
+    public var isLoadingQueue: Bool { pending.values.contains { if case .queue = $0.0 { true } else { false } } }
+
+    /// The next page of "up next": nothing before the first page, while a
+    /// page is on its way, after a failure, or when every item is held.
+    public mutating func loadMoreQueue(now: LinkInstant) -> [Output] {
+        guard let queue, queue.status == .success, queue.items.count < Int(queue.totalCount), !isLoadingQueue else { return [] }
+        return request(.queueRequest(requestID: 0, offset: UInt32(queue.items.count), count: UInt16(limits.maximumPageSize)),
+                       .queue(offset: queue.items.count), now: now)
     }
 
     public mutating func requestImage(_ imageID: String, now: LinkInstant) -> [Output] {
@@ -244,9 +261,8 @@ public struct HeadUnitMediaRole: Sendable {
                 return []
             }
         case .queueResponse(let response):
-            guard pending.removeValue(forKey: response.requestID) != nil else { return [] }
-            queue = response
-            return [.event(.queue(response))]
+            guard case .queue(let offset)? = pending.removeValue(forKey: response.requestID)?.0 else { return [] }
+            return queued(response, offset: offset)
         case .imageResponse(let id, let status, let transfer, _):
             guard case .image(let image)? = pending.removeValue(forKey: id)?.0 else { return [] }
             return [.event(.image(imageID: image, status, transferID: transfer))]
@@ -317,6 +333,25 @@ public struct HeadUnitMediaRole: Sendable {
         return nil
     }
 
+    private mutating func queued(_ response: QueueResponse, offset: Int) -> [Output] {
+        guard offset > 0 else {
+            queue = response
+            return [.event(.queue(response))]
+        }
+        // A later page continues the items held, or is stale (up next was opened again).
+        guard var merged = queue, offset == merged.items.count else { return [] }
+        merged.requestID = response.requestID
+        merged.status = response.status
+        merged.error = response.error
+        if response.status == .success {
+            merged.items += response.items
+            merged.totalCount = response.totalCount
+            merged.currentIndex = response.currentIndex
+        }
+        queue = merged
+        return [.event(.queue(merged))]
+    }
+
     // MARK: Time
 
     /// Requests the phone did not answer in time: the screen stops spinning
@@ -339,8 +374,16 @@ public struct HeadUnitMediaRole: Sendable {
             case .command(let command):
                 commandLog.append((command, .timedOut))
                 outputs.append(.event(.commandStatus(command, .timedOut)))
-            case .queue:
-                outputs.append(.event(.queue(QueueResponse(requestID: id, status: .timedOut))))
+            case .queue(let offset):
+                let timedOut = QueueResponse(requestID: id, status: .timedOut, error: "no answer from the phone")
+                if offset > 0, var held = queue, held.items.count == offset {
+                    held.status = .timedOut
+                    held.error = timedOut.error
+                    queue = held
+                    outputs.append(.event(.queue(held)))
+                } else {
+                    outputs.append(.event(.queue(timedOut)))
+                }
             case .image(let image):
                 outputs.append(.event(.image(imageID: image, .timedOut, transferID: nil)))
             }

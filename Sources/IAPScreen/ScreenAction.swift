@@ -10,7 +10,7 @@ import IAPRoles
 ///     {"action": "command", "name": NAME, "value": V?}    a remote command; V: milliseconds,
 ///                                                         a repeat or shuffle mode, or a bool
 ///     {"action": "press", "button": BUTTON}               the HID remote (play-pause, next, …)
-///     {"action": "queue"}                                 up next
+///     {"action": "queue" | "queue_more"}                  up next: its first page, the next
 ///     {"action": "image", "id": IMAGE}                    an image, once
 enum ScreenAction: Decodable, Sendable, Equatable {
     case tabs
@@ -18,7 +18,7 @@ enum ScreenAction: Decodable, Sendable, Equatable {
     case play(String, entry: String?)
     case command(RemoteCommand)
     case press(HIDRemote.Button)
-    case queue
+    case queue, queueMore
     case image(String)
 
     private enum Key: String, CodingKey { case action, id, entry, name, value, button }
@@ -38,6 +38,7 @@ enum ScreenAction: Decodable, Sendable, Equatable {
         case "retry": self = .retry(try id())
         case "play": self = .play(try id(), entry: try container.decodeIfPresent(String.self, forKey: .entry))
         case "queue": self = .queue
+        case "queue_more": self = .queueMore
         case "image": self = .image(try id())
         case "press":
             let name = try container.decode(String.self, forKey: .button)
@@ -93,6 +94,7 @@ enum ScreenAction: Decodable, Sendable, Equatable {
         case .command(let command): role.send(command, now: now)
         case .press(let button): role.press(button)
         case .queue: role.requestQueue(now: now)
+        case .queueMore: role.loadMoreQueue(now: now)
         case .image(let id): role.requestImage(id, now: now)
         }
     }

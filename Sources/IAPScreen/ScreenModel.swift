@@ -132,7 +132,7 @@ struct ScreenModel: Encodable, Sendable {
                                        loading: state.loading, failure: state.failure)
         }
         let queue = role.queue.map { response in
-            Container(items: response.items.map(item), sections: [], total: Int(response.totalCount), loading: false,
+            Container(items: response.items.map(item), sections: [], total: Int(response.totalCount), loading: role.isLoadingQueue,
                       failure: response.status == .success ? nil : response.error ?? "\(response.status)")
         }
         return ScreenModel(

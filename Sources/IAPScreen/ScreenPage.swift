@@ -233,12 +233,18 @@ function queue() {
   const container = model.queue;
   const bar = el('div', { class: 'bar' }, el('button', { class: 'plain', onclick: () => { view.queue = false; view.nowPlaying = true; render(); } }, '‹ Now Playing'), el('h1', {}, 'Up next'));
   if (!container) return el('div', {}, bar, el('div', { class: 'message' }, 'Loading…'));
-  if (container.failure) return el('div', {}, bar, el('div', { class: 'message bad' }, container.failure));
-  return el('div', {}, bar, container.items.map((item, index) => {
+  const rows = container.items.map((item, index) => {
     const node = row(item);
     if (index === model.queueCurrentIndex) node.querySelector('.mark').textContent = '♪';
     return node;
-  }));
+  });
+  if (container.failure) rows.push(el('div', { class: 'message bad', test: 'queue-failure' }, container.failure));
+  else if (container.items.length < container.total) {
+    const more = el('div', { class: 'message', test: 'queue-more' }, container.loading ? 'Loading…' : `${container.items.length} of ${container.total}`);
+    if (!container.loading) new IntersectionObserver((entries, observer) => { if (entries.some((entry) => entry.isIntersecting)) { observer.disconnect(); send({ action: 'queue_more' }); } }).observe(more);
+    rows.push(more);
+  }
+  return el('div', {}, bar, rows);
 }
 
 setInterval(() => { if (model && view.nowPlaying && model.nowPlaying.state === 'playing') render(); }, 500);

@@ -32,6 +32,11 @@ struct TinyLibrary: ContentDataSource {
         playing.info = NowPlayingInfo(title: Self.tracks[index], artist: "Miles Davis", elapsedMilliseconds: 0, playbackRate: 1, state: .playing)
     }
 
+    func queue(offset: Int, count: Int) async throws -> QueuePage {
+        let items = Self.tracks.enumerated().map { ContentItem(id: "track:\($0.offset)", kind: .playable, text: $0.element) }
+        return QueuePage(items: Array(items.dropFirst(offset).prefix(count)), totalCount: items.count, currentIndex: 1)
+    }
+
     func image(_ imageID: String, scale: Int) async throws -> [UInt8] {
         guard imageID == "cover" else { throw ContentError(.noSuchContent, "no image \(imageID)") }
         return Array(repeating: UInt8(scale), count: 3000)
@@ -253,6 +258,12 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         #expect(all.items.map(\.text) == TinyLibrary.tracks && all.isComplete)
         let again = try await headUnit.loadMore("kind-of-blue")
         #expect(again == all, "a complete container is returned as it is")
+        // Up next, the same way.
+        let upNext = try await headUnit.queue()
+        #expect(upNext.items.count == 2 && upNext.totalCount == 3 && upNext.currentIndex == 1)
+        let wholeQueue = try await headUnit.loadMoreQueue()
+        #expect(wholeQueue.items.map(\.text) == TinyLibrary.tracks)
+        #expect(try await headUnit.loadMoreQueue() == wholeQueue, "a whole queue is returned as it is")
         await headUnit.close()
         _ = try await serving.value
     }

@@ -358,6 +358,16 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(total == 6 && current == 0)
         #expect(items.last?.id == "interlude")
         #expect(app.library.track("interlude")?.inBrowseTree == false)
+        // Picked from up next, it plays where it is in the queue, which stays.
+        #expect(app.load(.play(itemID: "interlude", imageRowEntryID: nil), now: at(10)).0 == .done)
+        #expect(app.nowPlaying(at: at(10)).title == "Station interlude")
+        #expect(app.snapshot.index == 5 && app.snapshot.queue.count == 6)
+        // So does an item of the tree that the queue holds.
+        #expect(app.load(.play(itemID: "kind-of-blue:3", imageRowEntryID: nil), now: at(20)).0 == .done)
+        #expect(app.snapshot.index == 2 && app.snapshot.queue.count == 6)
+        // The interlude cannot be played from nowhere: outside a queue it is not in the tree.
+        let fresh = SampleApp()
+        #expect(fresh.load(.play(itemID: "interlude", imageRowEntryID: nil), now: t0).0 == .failed(.noSuchContent, "no playable item interlude"))
     }
 
     @Test func theAppNameIsShown() throws {

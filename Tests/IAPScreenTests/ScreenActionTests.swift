@@ -22,6 +22,8 @@ import IAPRoles
         #expect(try decode(#"{"action":"command","name":"like"}"#) == .command(.like(true)))
         #expect(try decode(#"{"action":"press","button":"play/pause"}"#) == .press(.playPause))
         #expect(try decode(#"{"action":"image","id":"art:blue-train"}"#) == .image("art:blue-train"))
+        #expect(try decode(#"{"action":"queue"}"#) == .queue)
+        #expect(try decode(#"{"action":"queue_more"}"#) == .queueMore)
     }
 
     @Test func unknownActionsAndValuesAreRefused() {
@@ -47,5 +49,16 @@ import IAPRoles
             return
         }
         #expect(container == "radio" && offset == 0)
+        // Up next's later page follows its first.
+        guard case .send(.queueRequest(let id, 0, _))? = try decode(#"{"action":"queue"}"#).perform(on: &role, now: now).first else {
+            Issue.record("no queue request")
+            return
+        }
+        _ = role.receive(.queueResponse(QueueResponse(requestID: id, status: .success, totalCount: 60,
+                                                      items: (0..<50).map { ContentItem(id: "q\($0)", kind: .playable, text: "\($0)") })), now: now)
+        guard case .send(.queueRequest(_, 50, _))? = try decode(#"{"action":"queue_more"}"#).perform(on: &role, now: now).first else {
+            Issue.record("no request for the queue's next page")
+            return
+        }
     }
 }
