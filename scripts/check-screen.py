@@ -5,7 +5,8 @@ driven by Selenium through chromium-driver).
 A phone (`iapctl phone`) and a head unit with its screen (`iapctl head-unit
 --ui`) run as two programs over TCP on this machine; the browser opens the
 page, sees the tabs and the album covers, opens an album, plays a track, sees the now-playing
-title and the progress move, changes shuffle and sees the value change, then
+title, its artwork and the progress move, opens up next and plays the interlude (an item outside
+the browse tree) from it, changes shuffle and sees the value change, then
 the phone is unplugged (its program ends, closing the transport) and the page
 shows the head unit disconnected. A screenshot of each step is kept in the
 artifacts directory (given, or a temporary one) and named on failure.
@@ -108,6 +109,11 @@ step("a track plays", lambda: click("row-kind-of-blue:3") and text("status").sta
 step("now playing shows the title", lambda: click("tab-now-playing") and text("np-title") == "Blue in Green" and text("np-artist") == "Miles Davis")
 first = seconds(text("np-elapsed"))
 step("the progress moves", lambda: seconds(text("np-elapsed")) >= first + 2, timeout=10)
+step("the album artwork shows on now playing, at the screen's scale", lambda: browser.execute_script(
+    "const image = document.querySelector('.np .art img'); return image !== null && image.complete ? image.naturalWidth : 0") == 120)
+step("up next lists the queue, the interlude outside the tree included", lambda: click("up-next") and "Station interlude" in text("row-interlude"))
+step("an up-next item plays", lambda: click("row-interlude") and text("status").startswith("play interlude: success"))
+step("now playing shows it", lambda: click("tab-now-playing") and text("np-title") == "Station interlude")
 step("shuffle shows its value", lambda: text("value-change_shuffle_mode") == "off")
 step("shuffle changes", lambda: click("control-change_shuffle_mode") and (time.sleep(0.5) or True) and text("value-change_shuffle_mode") == "songs")
 phone.terminate()
