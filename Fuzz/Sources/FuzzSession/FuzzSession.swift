@@ -630,7 +630,9 @@ extension SessionPair {
             let command = command(&script)
             commands += 1
             action = { role, now in role.send(command, now: now) }
-        case 6: action = { role, now in role.requestQueue(now: now) }
+        case 6:
+            let more = choice & 0x80 != 0
+            action = { role, now in more ? role.loadMoreQueue(now: now) : role.requestQueue(now: now) }
         case 7:
             let id = script.string(knownIDs)
             action = { role, now in role.requestImage(id, now: now) }
@@ -719,7 +721,11 @@ extension SessionPair {
         case 0:
             _ = app.perform(command(&script))
             handle(cores[0].setNowPlaying(app.nowPlaying(at: now), now: now), from: .phone)
-        case 1: handle(cores[0].setNowPlaying(nowPlayingInfo(&script), now: now), from: .phone)
+        case 1:
+            // Artwork named by one of the app's image ids (a still one, the animated one, or none it has).
+            var info = nowPlayingInfo(&script)
+            if choice & 0x80 != 0 { info.artworkImageID = script.string(knownIDs) }
+            handle(cores[0].setNowPlaying(info, now: now), from: .phone)
         case 2:
             let kind = RemoteCommand.Kind.allCases[Int(script.byte()) % RemoteCommand.Kind.allCases.count]
             handle(cores[0].phoneDoes(now: now) { role, _ in
