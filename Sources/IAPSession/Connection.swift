@@ -114,6 +114,8 @@ public struct Connection: Sendable {
     /// Head unit: when it reports that the device has not started anything.
     private var stallDeadline: LinkInstant?
     private var fileSenders: [UInt8: FileTransferSender] = [:]
+    /// The transfers in `fileSenders`, oldest first.
+    private var fileSenderOrder: [UInt8] = []
     private var fileReceiver = FileTransferReceiver()
     /// Phone: loads the app answered, to complete at their time.
     private var completions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
@@ -126,6 +128,11 @@ public struct Connection: Sendable {
     /// each time it doubles and when the link goes down, so the log grows
     /// with the logarithm of what the peer sends, not with it.
     public static let problemsReportedPerLink = 32
+
+    /// Phone: files on their way at once (each held whole until the head
+    /// unit has taken it). A head unit that asks for images and never takes
+    /// them cannot make the phone hold more: the oldest is dropped.
+    public static let maximumOpenFileTransfers = 16
 
     public init(_ configuration: Configuration, phone: PhoneMediaRole = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false),
                 headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)? = nil) {
@@ -161,6 +168,7 @@ public struct Connection: Sendable {
         fileSession = link.sessions.first { $0.type == .fileTransfer }?.id
         channel.reset()
         fileSenders = [:]
+        fileSenderOrder = []
         fileReceiver = FileTransferReceiver()
         switch configuration.role {
         case .phone:
@@ -533,6 +541,13 @@ public struct Connection: Sendable {
                                                 maximumDataPerDatagram: link.maximumPayload - FileTransferSender.datagramHeaderSize)
             let setup = try sender.start()
             fileSenders[id] = sender
+            fileSenderOrder.removeAll { $0 == id }
+            fileSenderOrder.append(id)
+            if fileSenderOrder.count > Self.maximumOpenFileTransfers {
+                let oldest = fileSenderOrder.removeFirst()
+                fileSenders[oldest] = nil
+                emit(.problem("file transfer \(oldest) dropped: the head unit has not taken the last \(Self.maximumOpenFileTransfers) files sent"))
+            }
             outputs.append(.send(session: session, setup.encoded()))
         } catch {
             emit(.problem("file transfer \(id) failed to start: \(error)"))
@@ -551,7 +566,10 @@ public struct Connection: Sendable {
                 let output = try sender.handle(.received(datagram))
                 fileSenders[datagram.transferID] = sender
                 for outgoing in output.datagrams { outputs.append(.send(session: session, outgoing.encoded())) }
-                if case .finished = output.state { fileSenders[datagram.transferID] = nil }
+                if case .finished = output.state {
+                    fileSenders[datagram.transferID] = nil
+                    fileSenderOrder.removeAll { $0 == datagram.transferID }
+                }
             } else {
                 for output in try fileReceiver.receive(datagram) {
                     switch output {
