@@ -334,6 +334,12 @@ public struct HeadUnitMediaRole: Sendable {
     }
 
     private mutating func queued(_ response: QueueResponse, offset: Int) -> [Output] {
+        var response = response
+        // A page longer than asked for is refused, as a browse page is.
+        if response.status == .success, response.items.count > limits.maximumPageSize {
+            response = QueueResponse(requestID: response.requestID, status: .exceedsLimits,
+                                     error: "the phone sent a queue page of \(response.items.count) items; a page holds at most \(limits.maximumPageSize)")
+        }
         guard offset > 0 else {
             queue = response
             return [.event(.queue(response))]

@@ -62,6 +62,15 @@ import IAPWire
         #expect(expired.count == 1)
     }
 
+    @Test func aPageLongerThanAskedForIsRefused() throws {
+        var headUnit = HeadUnitMediaRole(limits: Self.limits)
+        _ = headUnit.connect(now: t0)
+        let first = try #require(Self.queueRequest(headUnit.requestQueue(now: t0)))
+        _ = headUnit.receive(try wire(.queueResponse(QueueResponse(requestID: first.id, status: .success, totalCount: 3, items: Self.items(0..<3)))), now: at(1))
+        #expect(headUnit.queue?.status == .exceedsLimits && headUnit.queue?.items.isEmpty == true)
+        #expect(headUnit.queue?.error?.contains("3 items") == true, "\(String(describing: headUnit.queue?.error))")
+    }
+
     @Test func aStalePageIsNotAppended() throws {
         var headUnit = HeadUnitMediaRole(limits: Self.limits)
         _ = headUnit.connect(now: t0)
