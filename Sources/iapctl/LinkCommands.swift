@@ -294,7 +294,7 @@ struct HeadUnit: AsyncParsableCommand {
           seek SECONDS, skip SECONDS, back SECONDS
           repeat off|one|all, shuffle off|songs|albums, rate
           like, unlike, dislike, bookmark
-          queue, np, watch [SECONDS], art N, buttons, help, quit
+          queue [more], np, watch [SECONDS], art N, buttons, help, quit
           press BUTTON          the steering wheel (HID): play-pause, next, prev, …
 
         At a terminal the shell has a prompt, line editing, history and tab
