@@ -404,6 +404,10 @@ struct Waiters: Sendable {
             for waiter in commands.removeValue(forKey: command) ?? [] { waiter.resume(returning: status) }
         case .nowPlaying(let info):
             nowPlaying = headUnit.nowPlaying
+            // A phone may send the artwork's file before the update that names it.
+            if let id = info.artworkTransferID, let index = files.firstIndex(where: { $0.id == id }) {
+                artwork = files.remove(at: index)
+            }
             feed.yield(.nowPlaying(info))
         case .queue(let response):
             for waiter in queues { waiter.resume(returning: response) }

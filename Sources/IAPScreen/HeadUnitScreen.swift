@@ -147,6 +147,11 @@ public final class HeadUnitScreen: Sendable {
                 } else {
                     state.missingImages.insert(imageID)
                 }
+            case .media(.nowPlaying(let info)):
+                // A phone may send the artwork's file before the update that names it.
+                if let transferID = info.artworkTransferID, let bytes = state.files.removeValue(forKey: transferID) {
+                    state.store("artwork:\(transferID)", bytes)
+                }
             case .fileReceived(let transferID, let bytes):
                 if let imageID = state.pendingTransfers.removeValue(forKey: transferID) {
                     state.store(imageID, bytes)
