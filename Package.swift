@@ -154,7 +154,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        .testTarget(name: "IAPScreenTests", dependencies: ["IAPScreen", "IAPRoles", "IAPLink"]),
+        .testTarget(name: "IAPScreenTests", dependencies: ["IAPScreen", "IAPRoles", "IAPLink", "IAPSession"]),
         .testTarget(name: "IAPKitTests", dependencies: ["IAPKit", "IAPRoles", "IAPTransport", "IAPAuthentication"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
         // Runs the built iapctl (an executable target cannot be imported): exit statuses, standard output and error.

@@ -279,6 +279,7 @@ test_filter_for() {
         IAPHotplug) echo 'IAPHotplugTests' ;;
         IAPConformance) echo 'IAPLinkTests' ;;
         IAPEndpoint) echo 'IAPEndpointTests' ;;
+        IAPScreen) echo 'IAPScreenTests' ;;
         IAPUSB) echo 'IAPUSBTests' ;;
         IAPAuthentication) echo 'IAPAuthenticationTests|IAPLinkTests' ;;
         IAPSession) echo 'IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests' ;;
@@ -312,6 +313,16 @@ run_part() {
         esac
     done
     wait "$pid"
+}
+
+# Programs a test started from the scratch build (`iapctl phone` and the
+# like) run in their own process groups, so ending `swift test` at a
+# timeout or a first failure can leave them running, its cleanup never
+# reached. Ends whatever still runs from the scratch tree's build.
+end_leftovers() {
+    pkill -TERM -f "$tree/.build/" 2>/dev/null || return 0
+    sleep 1
+    pkill -KILL -f "$tree/.build/" 2>/dev/null || true
 }
 
 # The real-time suites (loopback and TCP in real time, the library's async
@@ -438,6 +449,7 @@ for i in "${selected[@]}"; do
         fi
     fi
 
+    end_leftovers
     printf '%s' "$restore_content" > "$path"
     restore_path=""
 

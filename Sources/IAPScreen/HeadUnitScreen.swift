@@ -22,33 +22,20 @@ public final class HeadUnitScreen: Sendable {
         var linkUp = false
         var ended: String?
         var statuses: [String] = []
-        /// Image bytes by image id (and "artwork:N" for now playing's), the last few.
-        var images: [(id: String, bytes: [UInt8])] = []
-        var missingImages: Set<String> = []
+        var images = ScreenImages()
+        /// Images the page asked for (each is asked for once).
         var requestedImages: Set<String> = []
-        /// Files that came before the answer naming them, by transfer id.
-        var files: [UInt8: [UInt8]] = [:]
-        /// Images answered whose file has not come yet, by transfer id.
-        var pendingTransfers: [UInt8: String] = [:]
         var clients: [UUID: AsyncStream<WSMessage>.Continuation] = [:]
 
         mutating func record(_ status: String) {
             statuses.insert(status, at: 0)
             if statuses.count > 8 { statuses.removeLast() }
         }
-
-        mutating func store(_ id: String, _ bytes: [UInt8]) {
-            images.removeAll { $0.id == id }
-            images.append((id, bytes))
-            if images.count > HeadUnitScreen.imageLimit { images.removeFirst() }
-        }
     }
 
     private let state = Mutex(State())
     private let server: HTTPServer
     private let logger: Logger
-    /// How many images and unclaimed files are kept.
-    static let imageLimit = 64
 
     /// A screen on `host:port` (an IPv4 or IPv6 address; port 0 picks one).
     public init(host: String, port: UInt16, logger: Logger = Logger(label: "iap-devkit.screen")) throws {
@@ -94,9 +81,7 @@ public final class HeadUnitScreen: Sendable {
             state.ended = nil
             state.statuses = []
             state.requestedImages = []
-            state.missingImages = []
-            state.files = [:]
-            state.pendingTransfers = [:]
+            state.images = ScreenImages()
             state.model = nil
         }
         endpoint.observe { [weak self, weak endpoint] event, connection in
@@ -128,6 +113,7 @@ public final class HeadUnitScreen: Sendable {
     private func observe(_ event: Connection.Event, _ connection: Connection) {
         let now = MonotonicClock.now()
         state.withLock { state in
+            state.images.take(event, nowPlayingArtwork: connection.headUnit.nowPlaying.info.artworkTransferID)
             switch event {
             case .stage(let stage):
                 if case .disconnected = stage { state.linkUp = false } else { state.linkUp = true }
@@ -137,29 +123,6 @@ public final class HeadUnitScreen: Sendable {
                 state.record("\(command.kind): \(status)")
             case .media(.browseFailed(let containerID, let status, let reason)):
                 state.record("browse \(containerID.isEmpty ? "tabs" : containerID): \(status) (\(reason))")
-            case .media(.image(let imageID, let status, let transferID)):
-                if status == .success, let transferID {
-                    if let bytes = state.files.removeValue(forKey: transferID) {
-                        state.store(imageID, bytes)
-                    } else {
-                        state.pendingTransfers[transferID] = imageID
-                    }
-                } else {
-                    state.missingImages.insert(imageID)
-                }
-            case .media(.nowPlaying(let info)):
-                // A phone may send the artwork's file before the update that names it.
-                if let transferID = info.artworkTransferID, let bytes = state.files.removeValue(forKey: transferID) {
-                    state.store("artwork:\(transferID)", bytes)
-                }
-            case .fileReceived(let transferID, let bytes):
-                if let imageID = state.pendingTransfers.removeValue(forKey: transferID) {
-                    state.store(imageID, bytes)
-                } else if connection.headUnit.nowPlaying.info.artworkTransferID == transferID {
-                    state.store("artwork:\(transferID)", bytes)
-                } else if state.files.count < Self.imageLimit {
-                    state.files[transferID] = bytes
-                }
             default:
                 break
             }
@@ -169,10 +132,9 @@ public final class HeadUnitScreen: Sendable {
 
     private func publish(_ connection: Connection, now: LinkInstant) {
         let model = state.withLock { state -> ScreenModel in
-            let artwork = connection.headUnit.nowPlaying.info.artworkTransferID.map { "artwork:\($0)" }
             let model = ScreenModel.make(connection, linkUp: state.linkUp, ended: state.ended, now: now, statuses: state.statuses,
-                                         images: state.images.map(\.id), missingImages: state.missingImages.sorted(),
-                                         artwork: artwork.flatMap { key in state.images.contains { $0.id == key } ? key : nil })
+                                         images: state.images.stored.map(\.id), missingImages: state.images.missing.sorted(),
+                                         artwork: state.images.artwork(connection.headUnit.nowPlaying.info.artworkTransferID))
             state.model = model
             return model
         }
@@ -191,7 +153,7 @@ public final class HeadUnitScreen: Sendable {
     }
 
     private func image(_ id: String) -> [UInt8]? {
-        state.withLock { state in state.images.last { $0.id == id }?.bytes }
+        state.withLock { state in state.images.bytes(id) }
     }
 
     static func contentType(_ bytes: [UInt8]) -> String {
