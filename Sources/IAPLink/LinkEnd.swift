@@ -130,6 +130,10 @@ public struct LinkEnd: Sendable {
     private var partialUntil = 0
     /// The accessory waits for its packets in flight before renegotiating.
     private var renegotiationRequested = false
+    /// The zero-ACK link a renegotiation started from, read while its SYN is
+    /// unanswered: data the peer sent before it saw the SYN still arrives,
+    /// and nothing would ever resend it.
+    private var zeroAckLinkBeingRenegotiated: NegotiatedLink?
     private var actions: [LinkAction] = []
 
     public init(configuration: LinkConfiguration) {
@@ -492,6 +496,12 @@ public struct LinkEnd: Sendable {
                 peerKeepsAlive = true
             }
             connectedPacket(header, payload: payload, link: link, now: now)
+        case .synchronizing(_, _, _, true):
+            // An acknowledged peer resends what it sent meanwhile; a zero-ACK
+            // one never does, so its data is taken as the old link carried it.
+            if let link = zeroAckLinkBeingRenegotiated, !control.contains(.eak) {
+                connectedPacket(header, payload: payload, link: link, now: now)
+            }
         case .listening:
             // Traffic for a connection this end does not have (it restarted):
             // tell the peer at once rather than letting it time out.
@@ -870,6 +880,7 @@ public struct LinkEnd: Sendable {
         ackNow = false
         if renegotiationRequested && unacked.isEmpty {
             renegotiationRequested = false
+            zeroAckLinkBeingRenegotiated = link.zeroAck ? link : nil
             sendSequence &+= 1
             sendSYN(now: now, attempts: 1, renegotiating: true)
         }

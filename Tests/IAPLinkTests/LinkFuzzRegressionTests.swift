@@ -147,6 +147,45 @@ import IAPWire
         #expect(!device.written[before...].contains { (try? LinkPacket(decoding: $0))?.payload == [1, 2, 3] })
     }
 
+    /// Single mode, accessory end, 49 bytes (`00 EB 04 EB D5 CB CB 03 D5 …
+    /// CB 10 CB CB 3C`): a zero-ACK link up, the accessory renegotiates, and
+    /// the device's data packet sent before it saw the SYN arrives while the
+    /// SYN is unanswered. The accessory dropped it; a zero-ACK device never
+    /// resends, so it was lost for good. Found 239,665 executions into a
+    /// run as "accessory end delivered data number 3 after 0, skipping 1".
+    @Test func zeroAckDataArrivingWhileARenegotiationIsUnansweredIsDelivered() throws {
+        var parameters = LinkParameters()
+        parameters.zeroAck = true
+        var accessory = ScriptedLink(LinkConfiguration(role: .accessory, parameters: parameters, skipDetect: true, initialSequence: 0x10))
+        accessory.start()
+        let syn = try #require(accessory.packets.last)
+        let answer = try LinkNegotiation.answer(to: LinkSynchronization(decoding: syn.payload), limits: LinkParameters()).get().answer
+        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x80, acknowledgement: syn.sequence, payload: answer.encoded()))
+        #expect(accessory.link.negotiated?.zeroAck == true)
+
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        let renegotiation = try #require(accessory.packets.last)
+        #expect(renegotiation.control == .syn)
+        try accessory.receive(ScriptedLink.data(0x81, [9, 8, 7], acknowledging: syn.sequence))
+        #expect(accessory.delivered.map(\.bytes) == [[9, 8, 7]])
+
+        // The renegotiation completes and the link carries on.
+        try accessory.receive(LinkPacket(control: [.syn, .ack], sequence: 0x82, acknowledgement: renegotiation.sequence, payload: answer.encoded()))
+        #expect(accessory.events.contains { if case .renegotiated = $0 { true } else { false } })
+        try accessory.receive(ScriptedLink.data(0x83, [6], acknowledging: renegotiation.sequence))
+        #expect(accessory.delivered.map(\.bytes) == [[9, 8, 7], [6]])
+    }
+
+    /// An acknowledged link still leaves data sent across its renegotiation
+    /// to the peer's retransmission: nothing is taken while the SYN is out.
+    @Test func acknowledgedDataArrivingWhileARenegotiationIsUnansweredWaitsForItsResend() throws {
+        var accessory = try Self.connectedAccessory(devicePacketLength: 128)
+        accessory.apply(accessory.link.renegotiate(now: accessory.now))
+        #expect(accessory.packets.last?.control == .syn)
+        try accessory.receive(ScriptedLink.data(0x81, [9, 8, 7], acknowledging: 0x10))
+        #expect(accessory.delivered.isEmpty)
+    }
+
     /// Pair mode, `05 FF FF FF FF 0A FF 0D 0D 0B FF 03 75 22 0A 3B FF 40 40 0B`:
     /// the accessory's SYN duplicated on the wire, the copy delivered after
     /// the handshake's ACK and the first data packet. The device took the
