@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "IAPTransport", targets: ["IAPTransport"]),
         .library(name: "IAPRoles", targets: ["IAPRoles"]),
         .library(name: "IAPSession", targets: ["IAPSession"]),
+        .library(name: "IAPLegacy", targets: ["IAPLegacy"]),
         .library(name: "IAPConformance", targets: ["IAPConformance"]),
         .library(name: "IAPAuthentication", targets: ["IAPAuthentication"]),
         .library(name: "IAPEndpoint", targets: ["IAPEndpoint"]),
@@ -58,6 +59,10 @@ let package = Package(
         // identification, the media role, file transfer. Sans-IO; the
         // cryptography it needs is asked of the edge. What every runner drives.
         .target(name: "IAPSession", dependencies: ["IAPWire", "IAPLink", "IAPRoles"]),
+        // The phone's answer to a head unit that speaks only the legacy iAP1
+        // (identification, authentication 2.0, the Extended Interface lingo),
+        // served from the same app. Sans-IO, standard library only.
+        .target(name: "IAPLegacy", dependencies: ["IAPWire", "IAPLink", "IAPRoles", "IAPSession"]),
         // The connection core over a real transport, in real time: what
         // `iapctl phone`, `head-unit`, `ping`, `gadget` and `supervise` run,
         // and what IAPKit is built on.
@@ -140,6 +145,7 @@ let package = Package(
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPDemo", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPLegacyTests", dependencies: ["IAPLegacy", "IAPRoles", "IAPSession", "IAPWire", "IAPLink", "IAPDemo"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPDemo", "IAPRoles", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
