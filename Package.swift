@@ -67,7 +67,7 @@ let package = Package(
         // `iapctl phone`, `head-unit`, `ping`, `gadget` and `supervise` run,
         // and what IAPKit is built on.
         .target(name: "IAPEndpoint", dependencies: [
-            "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire",
+            "IAPLegacy", "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The sample app and library, the head-unit shell and the head unit's

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import IAPLegacy
 import IAPLink
 import IAPRoles
 import IAPSession
@@ -75,6 +76,10 @@ public final class MediaEndpoint: @unchecked Sendable {
         case loaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
         /// Something to do with the core, from another task (`withConnection`).
         case action(@Sendable (inout Connection, LinkInstant) -> [Connection.Output])
+        /// The app answered a load of the legacy phone's.
+        case legacyLoaded(token: UInt32, PhoneMediaRole.LoadResult)
+        /// The verifier answered the legacy phone, for the head unit of this link generation.
+        case legacyVerified(VerificationAnswer, generation: Int)
     }
 
     public let kind: EndKind
@@ -120,6 +125,9 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var heldData: [(session: UInt8, bytes: [UInt8])] = []
     /// Fires at the core's next deadline (or earlier: a tick does only what is due).
     private let timer = DeadlineTimer(label: "iap.endpoint.timer")
+    /// The phone's answer to a head unit that speaks only iAP1; nil for
+    /// other ends and a phone with no app.
+    private var legacy: LegacyPhone?
     /// Called for every message no role consumed (ping answers).
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
     private let observers = Mutex<[@Sendable (Connection.Event, Connection) -> Void]>([])
@@ -143,7 +151,8 @@ public final class MediaEndpoint: @unchecked Sendable {
         // The driver is made before this endpoint exists; its events reach
         // the endpoint through a reference set below, before `start`.
         let reference = EndpointReference()
-        driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole), transport: transport) { event in
+        let servesLegacy = kind == .phone && app != nil
+        driver = LinkDriver(configuration: LinkConfiguration(role: kind.linkRole, answersIAP1: servesLegacy), transport: transport) { event in
             reference.endpoint?.submit(.link(event))
         }
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
@@ -152,6 +161,10 @@ public final class MediaEndpoint: @unchecked Sendable {
         if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication.policy),
                                 phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
+        if servesLegacy, let app {
+            legacy = LegacyPhone(appName: app.appName, commands: app.commandCenter(),
+                                 verifies: authentication.policy == .required && authentication.verifier != nil)
+        }
         reference.endpoint = self
         timer.start { reference.endpoint?.submit(.tick) }
     }
@@ -252,6 +265,11 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .verified(let answer): perform(connection.verified(answer, now: now))
         case .tick:
             perform(connection.tick(now: now))
+            if let outputs = legacy?.tick(now: now) { performLegacy(outputs) }
+        case .legacyLoaded(let token, let result):
+            if let outputs = legacy?.complete(token: token, with: result, now: now) { performLegacy(outputs) }
+        case .legacyVerified(let answer, let generation):
+            if generation == linkGeneration, let outputs = legacy?.verified(answer, now: now) { performLegacy(outputs) }
         case .loaded(let token, let result, let readyAt):
             perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now))
         case .action(let action):
@@ -265,7 +283,12 @@ public final class MediaEndpoint: @unchecked Sendable {
                 perform(connection.send(message, now: now))
             }
         }
-        timer.schedule(at: connection.nextDeadline)
+        // What plays, read after every input, as the core reads it.
+        if let app, legacy?.isIdentified == true, let outputs = legacy?.setNowPlaying(app.nowPlaying(at: now), now: now) {
+            performLegacy(outputs)
+        }
+        let deadlines = [connection.nextDeadline, legacy?.nextDeadline].compactMap { $0 }
+        timer.schedule(at: deadlines.min())
     }
 
     private func linkEvent(_ event: LinkDriverEvent, now: LinkInstant) {
@@ -302,6 +325,8 @@ public final class MediaEndpoint: @unchecked Sendable {
             logger.info("the peer is going to sleep")
         case .link(.sessionWritable(let session)):
             sendBacklog(of: session)
+        case .link(.legacyFrame(let payload)):
+            if let outputs = legacy?.received(payload, now: now) { performLegacy(outputs) }
         case .data(let session, let bytes):
             if backlog.isEmpty && heldData.isEmpty {
                 receive(bytes, session: session, now: now)
@@ -354,6 +379,50 @@ public final class MediaEndpoint: @unchecked Sendable {
                 }
             case .pausePlayback:
                 app?.pause(at: now())
+            }
+        }
+    }
+
+    /// Carries out what the legacy phone asks for.
+    private func performLegacy(_ outputs: [LegacyPhone.Output]) {
+        var pending = outputs[...]
+        while let output = pending.popFirst() {
+            switch output {
+            case .send(let packet):
+                do {
+                    try driver.sendLegacy(packet.encoded(sync: true))
+                } catch {
+                    logger.error("cannot send iAP1 \(packet.name ?? "command 0x\(String(packet.command, radix: 16))") to the head unit: \(error)")
+                }
+            case .load(let token, let request):
+                guard let app else { continue }
+                // In a task of its own, as the core's loads; the delay an app
+                // states (the sample's simulated network) is waited out there.
+                let started = now()
+                Task { [self] in
+                    let (result, delay) = await app.load(request, now: started)
+                    if delay > .zero { try? await Task.sleep(for: delay) }
+                    submit(.legacyLoaded(token: token, result))
+                }
+            case .verify(let request):
+                guard let verifier = authentication.verifier else { continue }
+                let generation = linkGeneration
+                Task { [self] in
+                    let answer = await verifier(request)
+                    submit(.legacyVerified(answer, generation: generation))
+                }
+            case .event(let event):
+                switch event {
+                case .identified(let lingoes, let idps, let authenticating):
+                    let names = lingoes.map { "0x" + String($0, radix: 16, uppercase: true) }.joined(separator: ", ")
+                    logger.notice("an iAP1 head unit identified (lingoes \(names)\(idps ? ", through IDPS" : "")\(authenticating ? ", asking to be authenticated" : "")): answering in iAP1")
+                case .authenticated(let summary):
+                    logger.info("iAP1 head unit authenticated: \(summary)")
+                case .authenticationFailed(let reason):
+                    logger.error("iAP1 head unit failed authentication: \(reason)")
+                }
+            case .log(let line):
+                logger.info("iAP1: \(line)")
             }
         }
     }

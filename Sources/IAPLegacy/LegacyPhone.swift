@@ -178,17 +178,6 @@ public struct LegacyPhone: Sendable {
         return loads.map { min($0, position) } ?? position
     }
 
-    /// Whether a frame's payload identifies a head unit (General lingo
-    /// Identify, IdentifyDeviceLingoes or StartIDPS): what the edge waits
-    /// for before it takes a peer for a legacy head unit, so that noise
-    /// that happens to frame as iAP1 starts nothing.
-    public static func isIdentification(_ payload: some Collection<UInt8>) -> Bool {
-        let bytes = Array(payload.prefix(2))
-        guard bytes.count == 2, bytes[0] == General.lingo else { return false }
-        let command = UInt16(bytes[1])
-        return command == General.identify || command == General.identifyDeviceLingoes || command == General.startIDPS
-    }
-
     // MARK: Inputs
 
     /// A frame's payload (lingo, command, [transaction id,] data) from the head unit.

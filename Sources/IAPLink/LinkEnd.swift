@@ -134,6 +134,9 @@ public struct LinkEnd: Sendable {
     /// unanswered: data the peer sent before it saw the SYN still arrives,
     /// and nothing would ever resend it.
     private var zeroAckLinkBeingRenegotiated: NegotiatedLink?
+    /// A head unit identified in iAP1 (device with `answersIAP1` only): its
+    /// frames are reported, and `sendLegacy` answers it.
+    private var legacyPeer = false
     private var actions: [LinkAction] = []
 
     public init(configuration: LinkConfiguration) {
@@ -142,7 +145,7 @@ public struct LinkEnd: Sendable {
         // Before the link is up any length is possible (a SYN can exceed the
         // limit it announces); after, the negotiated receive limit applies.
         self.decoder = LinkStreamDecoder(configuration: .init(maximumPacketLength: LinkPacket.maximumLength,
-                                                              recognizesIAP1: configuration.role == .accessory))
+                                                              recognizesIAP1: configuration.role == .accessory || configuration.answersIAP1))
     }
 
     // MARK: - Public state
@@ -258,6 +261,13 @@ public struct LinkEnd: Sendable {
                 let payload = decoder.payload
                 if case .detecting = state, configuration.role == .accessory, frame.checksumValid, Self.isIAP1AnswerToDetect(payload) {
                     fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: UInt16(payload.dropFirst().first ?? 0)), now: now)
+                } else if configuration.role == .device, configuration.answersIAP1, frame.checksumValid, !isUp,
+                          legacyPeer || IAP1Packet.isIdentification(payload) {
+                    // Only an identification starts a legacy session: noise
+                    // that frames as iAP1 starts nothing.
+                    legacyPeer = true
+                    lastReceived = now
+                    actions.append(.event(.legacyFrame(Array(payload))))
                 } else if frame.checksumValid {
                     statistics.bytesSkipped += frame.encodedLength
                 }
@@ -292,6 +302,14 @@ public struct LinkEnd: Sendable {
         guard bytes.count >= 2, bytes[0] == 0x00 else { return false }
         if bytes[1] == 0x02 { return bytes.count == 4 && bytes[3] == DetectSequence.bytes[4] }
         return bytes[1] == 0x00 && payload.count == 2
+    }
+
+    /// Writes a framed iAP1 packet to the head unit that identified in iAP1:
+    /// the device's answers to a peer that speaks nothing else.
+    public mutating func sendLegacy(_ frame: [UInt8], now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
+        guard legacyPeer, !isUp else { throw LinkSendError(kind: .noLegacyPeer) }
+        emit(frame, now: now)
+        return takeActions()
     }
 
     /// Queues bytes on a session; they go out as the window allows, split
@@ -955,8 +973,10 @@ public struct LinkEnd: Sendable {
         renegotiationRequested = false
         sendSequence = configuration.initialSequence
         decoder.reset()
-        decoder.configuration = .init(maximumPacketLength: LinkPacket.maximumLength, recognizesIAP1: configuration.role == .accessory)
+        decoder.configuration = .init(maximumPacketLength: LinkPacket.maximumLength,
+                                      recognizesIAP1: configuration.role == .accessory || configuration.answersIAP1)
         partialSince = nil
+        legacyPeer = false
     }
 
     private mutating func emitReset(now: LinkInstant) {

@@ -44,13 +44,17 @@ public struct LinkConfiguration: Sendable {
     /// down while the transport stays open, waiting longer after each
     /// failure; nil stops for good instead.
     public var restart: LinkRestartPolicy?
+    /// Device only: report the frames of a head unit that identifies in the
+    /// legacy iAP1 (`LinkEvent.legacyFrame`) and take `sendLegacy`'s answers
+    /// to it. Off: iAP1 frames are skipped as noise.
+    public var answersIAP1: Bool
 
     public init(
         role: LinkRole, parameters: LinkParameters = LinkParameters(), detectInterval: Duration = .seconds(1),
         detectAttempts: Int? = nil, skipDetect: Bool = false, keepAliveInterval: Duration? = .seconds(2),
         silenceLimit: Duration? = .seconds(10), sendQueueLimit: Int = 64 * 1024, initialSequence: UInt8 = 0,
         partialPacketTimeout: Duration = .milliseconds(500), receiveBufferLimit: Int = 256 * 1024,
-        restart: LinkRestartPolicy? = LinkRestartPolicy()
+        restart: LinkRestartPolicy? = LinkRestartPolicy(), answersIAP1: Bool = false
     ) {
         self.role = role
         self.parameters = parameters
@@ -64,6 +68,7 @@ public struct LinkConfiguration: Sendable {
         self.partialPacketTimeout = partialPacketTimeout
         self.receiveBufferLimit = receiveBufferLimit
         self.restart = restart
+        self.answersIAP1 = answersIAP1
     }
 }
 
@@ -154,6 +159,10 @@ public enum LinkEvent: Hashable, Sendable {
     case peerViolation(LinkViolation)
     /// The accessory starts over (detect, SYN) after this delay.
     case restartScheduled(after: Duration)
+    /// The payload of a legacy iAP1 frame (lingo, command, [transaction id,]
+    /// data) from a head unit that identified in iAP1 (device ends with
+    /// `answersIAP1` only), checksum checked.
+    case legacyFrame([UInt8])
 }
 
 /// Something the peer sent that this end ignored, and why.
@@ -213,6 +222,8 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case tooLarge(size: Int, limit: Int)
         /// A datagram (file-transfer or EA session) must fit one packet and not be empty.
         case datagramSize(size: Int, limit: Int)
+        /// `sendLegacy` with no head unit identified in iAP1 (or an iAP2 link up).
+        case noLegacyPeer
     }
     public let kind: Kind
 
@@ -223,6 +234,7 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case .queueFull(let session, let queued, let limit): "session \(session) send queue is full (\(queued) of \(limit) bytes queued); wait for it to drain"
         case .tooLarge(let size, let limit): "\(size) bytes can never fit in the \(limit)-byte send queue"
         case .datagramSize(let size, let limit): "a \(size)-byte datagram does not fit one packet (1 to \(limit) bytes on this link)"
+        case .noLegacyPeer: "no head unit identified in iAP1 on this link end"
         }
     }
 }

@@ -133,6 +133,20 @@ public final class LinkDriver: Sendable {
         }
     }
 
+    /// Writes a framed iAP1 packet to a head unit that identified in iAP1
+    /// (a device end with `answersIAP1`), or throws `.noLegacyPeer`.
+    public func sendLegacy(_ frame: [UInt8]) throws(LinkSendError) {
+        var failure: LinkSendError?
+        withLink(evenWhenFinished: true) { state in
+            do throws(LinkSendError) {
+                apply(try state.link.sendLegacy(frame, now: MonotonicClock.now()), &state)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// Sends bytes on a session at once, or throws: `.queueFull` when the
     /// session's queue has no room (a `.sessionWritable` event follows once
     /// it has), and whatever else `LinkEnd.send` refuses. Never waits.

@@ -24,6 +24,16 @@ public struct IAP1Packet: Hashable, Sendable {
 
     public static func commandWidth(lingo: UInt8) -> Int { lingo == extendedInterfaceLingo ? 2 : 1 }
 
+    /// Whether a frame's payload identifies an accessory to a device: General
+    /// lingo Identify (0x01), IdentifyDeviceLingoes (0x13) or StartIDPS
+    /// (0x38). What a device waits for before it takes a peer for a legacy
+    /// head unit, so that noise that frames as iAP1 starts nothing.
+    public static func isIdentification(_ payload: some Collection<UInt8>) -> Bool {
+        let bytes = Array(payload.prefix(2))
+        guard bytes.count == 2, bytes[0] == generalLingo else { return false }
+        return bytes[1] == 0x01 || bytes[1] == 0x13 || bytes[1] == 0x38
+    }
+
     public var payload: [UInt8] {
         var bytes: [UInt8] = [lingo]
         if Self.commandWidth(lingo: lingo) == 2 { bytes.appendBigEndian(command) } else { bytes.append(UInt8(truncatingIfNeeded: command)) }

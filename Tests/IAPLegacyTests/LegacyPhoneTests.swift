@@ -473,11 +473,11 @@ func text(_ packet: IAP1Packet?) -> String? {
     }
 
     @Test func identificationCommandsAreRecognisedAndNoiseIsNot() {
-        #expect(LegacyPhone.isIdentification([0x00, 0x13, 0, 0]))
-        #expect(LegacyPhone.isIdentification([0x00, 0x38, 0, 1]))
-        #expect(LegacyPhone.isIdentification([0x00, 0x01, 4]))
-        #expect(!LegacyPhone.isIdentification([0x00, 0xEE]))
-        #expect(!LegacyPhone.isIdentification([0x04, 0x00, 0x13]))
-        #expect(!LegacyPhone.isIdentification([0x00]))
+        #expect(IAP1Packet.isIdentification([0x00, 0x13, 0, 0]))
+        #expect(IAP1Packet.isIdentification([0x00, 0x38, 0, 1]))
+        #expect(IAP1Packet.isIdentification([0x00, 0x01, 4]))
+        #expect(!IAP1Packet.isIdentification([0x00, 0xEE]))
+        #expect(!IAP1Packet.isIdentification([0x04, 0x00, 0x13]))
+        #expect(!IAP1Packet.isIdentification([0x00]))
     }
 }
