@@ -414,7 +414,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             case .event(let event):
                 switch event {
                 case .identified(let lingoes, let idps, let authenticating):
-                    let names = lingoes.map { "0x" + String($0, radix: 16, uppercase: true) }.joined(separator: ", ")
+                    let names = lingoes.map { $0 < 16 ? "0x0" + String($0, radix: 16, uppercase: true) : "0x" + String($0, radix: 16, uppercase: true) }.joined(separator: ", ")
                     logger.notice("an iAP1 head unit identified (lingoes \(names)\(idps ? ", through IDPS" : "")\(authenticating ? ", asking to be authenticated" : "")): answering in iAP1")
                 case .authenticated(let summary):
                     logger.info("iAP1 head unit authenticated: \(summary)")

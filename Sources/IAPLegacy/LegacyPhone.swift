@@ -137,8 +137,10 @@ public struct LegacyPhone: Sendable {
     public let verifies: Bool
     public private(set) var commands: RemoteCommandCenter
 
-    /// Nil until the head unit identifies: whether its packets carry transaction ids.
-    public private(set) var usesTransactionIDs: Bool?
+    /// Whether the head unit's packets carry transaction ids: decided by how
+    /// it identified.
+    private var transactions = IAP1TransactionTracker()
+    public var usesTransactionIDs: Bool { transactions.mode == .present }
     /// The lingoes the head unit identified with, as a bit mask (bit N: lingo N).
     public private(set) var lingoes: UInt32 = 0
     public private(set) var isInRemoteUIMode = false
@@ -182,25 +184,15 @@ public struct LegacyPhone: Sendable {
 
     /// A frame's payload (lingo, command, [transaction id,] data) from the head unit.
     public mutating func received(_ payload: [UInt8], now: LinkInstant) -> [Output] {
-        guard payload.count >= 2 else { return ignore("an iAP1 payload of \(payload.count) byte(s)", kind: "short") }
-        let hasTransactionID: Bool
-        if payload[0] == General.lingo, UInt16(payload[1]) == General.startIDPS {
-            hasTransactionID = true
-        } else if payload[0] == General.lingo, UInt16(payload[1]) == General.identifyDeviceLingoes {
-            // Its 12 bytes of data say whether a transaction id came first.
-            hasTransactionID = usesTransactionIDs == true && payload.count != 2 + 12
-        } else if payload[0] == General.lingo, UInt16(payload[1]) == General.identify {
-            hasTransactionID = usesTransactionIDs == true && payload.count > 3
-        } else if let usesTransactionIDs {
-            hasTransactionID = usesTransactionIDs
-        } else {
-            return ignore("lingo 0x\(hex(payload[0])) command before the head unit identified", kind: "unidentified")
-        }
         let packet: IAP1Packet
         do {
-            packet = try IAP1Packet(payload: payload, hasTransactionID: hasTransactionID)
+            // StartIDPS switches transaction ids on, IdentifyDeviceLingoes off.
+            packet = try transactions.packet(fromPayload: payload)
         } catch {
             return ignore("an iAP1 packet that does not parse: \(error)", kind: "unparsable")
+        }
+        guard isIdentified || idps != nil || IAP1Packet.isIdentification(payload) else {
+            return ignore("lingo 0x\(hex(packet.lingo)) command before the head unit identified", kind: "unidentified")
         }
         switch packet.lingo {
         case General.lingo: return general(packet, now: now)
@@ -313,7 +305,8 @@ public struct LegacyPhone: Sendable {
         case General.identify:
             guard let lingo = data.first, lingo < 32 else { return [generalAck(.badParameter, reply)] }
             // Deprecated; no answer. Identifying with lingo 4 enters remote UI mode at once.
-            var outputs = identify(lingoes: 1 | 1 << UInt32(lingo), transactionIDs: packet.transactionID != nil, authenticating: false)
+            var outputs = identify(lingoes: 1 | 1 << UInt32(lingo), idps: false, authenticating: false)
+            transactions = IAP1TransactionTracker(mode: .absent)
             isInRemoteUIMode = lingo == Extended.lingo
             outputs.append(.log("the iAP1 head unit identified with the deprecated Identify (lingo 0x\(hex(lingo)))"))
             return outputs
@@ -330,12 +323,12 @@ public struct LegacyPhone: Sendable {
             guard !authenticating || deviceID != 0 else {
                 return [generalAck(.commandFailed, reply), .log("IdentifyDeviceLingoes asks for authentication without a device id")]
             }
-            var outputs = identify(lingoes: named, transactionIDs: false, authenticating: authenticating)
+            var outputs = identify(lingoes: named, idps: false, authenticating: authenticating)
             outputs.insert(generalAck(.success, reply), at: 0)
             if authenticating { outputs += startAuthentication() }
             return outputs
         case General.startIDPS:
-            reset(transactionIDs: true)
+            reset()
             idps = IDPS()
             return [generalAck(.success, reply)]
         case General.setFIDTokenValues:
@@ -351,7 +344,7 @@ public struct LegacyPhone: Sendable {
                 }
                 let authenticating = state.options & 3 == 2
                 var outputs: [Output] = [.send(response(General.lingo, General.idpsStatus, [0x00], replyingTo: reply))]
-                outputs += identify(lingoes: named, transactionIDs: true, authenticating: authenticating)
+                outputs += identify(lingoes: named, idps: true, authenticating: authenticating)
                 if authenticating { outputs += startAuthentication() }
                 return outputs
             case 1: return [.send(response(General.lingo, General.idpsStatus, [0x04], replyingTo: reply))]
@@ -409,8 +402,7 @@ public struct LegacyPhone: Sendable {
     private var servesExtended: Bool { lingoes & 1 << Extended.lingo != 0 }
 
     /// Forgets the head unit's earlier identification and everything that followed it.
-    private mutating func reset(transactionIDs: Bool) {
-        usesTransactionIDs = transactionIDs
+    private mutating func reset() {
         nextTransactionID = 0
         lingoes = 0
         isInRemoteUIMode = false
@@ -423,12 +415,12 @@ public struct LegacyPhone: Sendable {
         pending = [:]
     }
 
-    private mutating func identify(lingoes named: UInt32, transactionIDs: Bool, authenticating: Bool) -> [Output] {
-        reset(transactionIDs: transactionIDs)
+    private mutating func identify(lingoes named: UInt32, idps: Bool, authenticating: Bool) -> [Output] {
+        reset()
         lingoes = named
         authenticationRequested = authenticating
         let list = (0..<32).filter { named & 1 << UInt32($0) != 0 }.map(UInt8.init)
-        var outputs: [Output] = [.event(.identified(lingoes: list, idps: transactionIDs, authenticating: authenticating))]
+        var outputs: [Output] = [.event(.identified(lingoes: list, idps: idps, authenticating: authenticating))]
         if !servesExtended { outputs.append(.log("the iAP1 head unit did not name the Extended Interface lingo: only General is served")) }
         return outputs
     }
@@ -778,7 +770,7 @@ public struct LegacyPhone: Sendable {
 
     /// An answer: it echoes the request's transaction id.
     private func response(_ lingo: UInt8, _ command: UInt16, _ data: [UInt8], replyingTo reply: Reply) -> IAP1Packet {
-        IAP1Packet(lingo: lingo, command: command, transactionID: usesTransactionIDs == true ? reply.transactionID ?? 0 : nil, data: data)
+        IAP1Packet(lingo: lingo, command: command, transactionID: usesTransactionIDs ? reply.transactionID ?? 0 : nil, data: data)
     }
 
     private func send(_ command: UInt16, _ data: [UInt8], _ reply: Reply) -> Output {
@@ -788,7 +780,7 @@ public struct LegacyPhone: Sendable {
     /// A packet the phone starts: its own next transaction id, when they are used.
     private mutating func own(_ lingo: UInt8, _ command: UInt16, _ data: [UInt8]) -> IAP1Packet {
         var transactionID: UInt16?
-        if usesTransactionIDs == true {
+        if usesTransactionIDs {
             nextTransactionID &+= 1
             transactionID = nextTransactionID
         }

@@ -241,6 +241,13 @@ struct Phone: AsyncParsableCommand {
         a built-in sample library and player. It copes with the accessory closing
         the connection at any moment (playback pauses).
 
+        A head unit that speaks only the legacy iAP1 (FF 55 frames, as over a
+        serial dock connector) is answered in iAP1 from the same library: once it
+        identifies (IdentifyDeviceLingoes, IDPS or Identify), it can authenticate
+        (2.0, checked as --auth and --trust-anchors say), read play status and
+        the playing queue, control playback, get play-status notifications and
+        browse the content tree as nested playlists.
+
         Examples:
           iapctl phone --transport tcp-listen:127.0.0.1:7000   # one after another
           iapctl phone --once --transport tcp-listen:127.0.0.1:7000

@@ -178,7 +178,7 @@ func text(_ packet: IAP1Packet?) -> String? {
         var harness = LegacyHarness()
         let started = harness.receive(IAP1Packet(lingo: 0, command: 0x38, transactionID: 7))
         #expect(started == [IAP1Packet(lingo: 0, command: 0x02, transactionID: 7, data: [0x00, 0x38])])
-        #expect(harness.phone.usesTransactionIDs == true)
+        #expect(harness.phone.usesTransactionIDs)
 
         let identifyToken: [UInt8] = [0x00, 0x00, 2, 0x00, 0x04] + u32(2) + u32(0x0200)
         let nameToken: [UInt8] = [0x00, 0x02, 0x01] + Array("Car".utf8) + [0]
