@@ -280,6 +280,7 @@ test_filter_for() {
         IAPConformance) echo 'IAPLinkTests' ;;
         IAPEndpoint) echo 'IAPEndpointTests' ;;
         IAPScreen) echo 'IAPScreenTests' ;;
+        IAPLegacy) echo 'IAPLegacyTests|IAPEndpointTests' ;;
         IAPUSB) echo 'IAPUSBTests' ;;
         IAPAuthentication) echo 'IAPAuthenticationTests|IAPLinkTests' ;;
         IAPSession) echo 'IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests' ;;

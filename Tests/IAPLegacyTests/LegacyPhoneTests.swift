@@ -266,6 +266,22 @@ func text(_ packet: IAP1Packet?) -> String? {
         #expect(skipping.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 1, 1, 5])).first?.data == [0x04, 0x15])
     }
 
+    /// A head unit that sends certificate sections without end is stopped
+    /// at the limit, not held in memory.
+    @Test func aCertificateOverTheLimitFailsAuthentication() {
+        var harness = LegacyHarness()
+        harness.identify(options: 2, deviceID: 0x0200)
+        let section = [UInt8](repeating: 0x30, count: 250)
+        var sections = 0
+        while sections < 255, harness.phone.isIdentified, !harness.events.contains(where: { if case .authenticationFailed = $0 { true } else { false } }) {
+            harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, UInt8(sections), 255] + section))
+            sections += 1
+        }
+        #expect(sections == LegacyPhone.maximumCertificateLength / section.count + 1)
+        #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x04]))
+        #expect(harness.verifications.isEmpty)
+    }
+
     @Test func aPhoneThatDoesNotVerifyAcceptsUncheckedAndSaysSo() {
         var harness = LegacyHarness(verifies: false)
         harness.identify(options: 2, deviceID: 0x0200)
