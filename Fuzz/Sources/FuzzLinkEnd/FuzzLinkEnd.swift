@@ -66,6 +66,8 @@ func derivedConfiguration(role: LinkRole, _ script: inout Script, pair: Bool) ->
     configuration.initialSequence = f
     configuration.partialPacketTimeout = .milliseconds([500, 20, 100, 3000][Int(f & 3)])
     configuration.receiveBufferLimit = [256 * 1024, 0, 1, 100, 1000, 5000, 40, 256 * 1024][Int((b >> 3) & 7)]
+    // A device that answers a head unit identifying in iAP1 (single mode only).
+    configuration.answersIAP1 = role == .device && !pair && b & 0x40 != 0
     configuration.restart = pair ? nil : [LinkRestartPolicy(), nil, LinkRestartPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(5)),
                                           LinkRestartPolicy(initialDelay: .milliseconds(300), maximumDelay: .seconds(2))][Int((a >> 3) & 3)]
     return configuration
@@ -142,6 +144,9 @@ struct SingleRun {
     var slots: [Slot] = []
     var lastDelivered = 0
     var refused = false
+    /// Legacy iAP1 frames the end reported, and the answer being written.
+    var legacyFrames = 0
+    var legacyAnswer: [UInt8]?
 
     init(configuration: LinkConfiguration) {
         self.configuration = configuration
@@ -159,6 +164,10 @@ struct SingleRun {
             switch action {
             case .send(let bytes):
                 written += bytes.count
+                if let answer = legacyAnswer, bytes == answer {
+                    legacyAnswer = nil
+                    continue
+                }
                 guard let packet = checkWrite(bytes, link: link, who: who) else { continue }
                 if packet.control.contains(.syn) {
                     endSyn = packet.sequence
@@ -200,6 +209,12 @@ struct SingleRun {
                     connectionEnded()
                 case .proposalRefused:
                     refused = true
+                case .legacyFrame(let payload):
+                    require(role == .device && configuration.answersIAP1, "\(who) reported an iAP1 frame without answersIAP1")
+                    require(link == nil && !end.isUp, "\(who) reported an iAP1 frame with a link up")
+                    require(legacyFrames > 0 || IAP1Packet.isIdentification(payload), "\(who) took an iAP1 frame that is not an identification for a legacy head unit")
+                    require(payload.count >= 2, "\(who) reported an iAP1 payload of \(payload.count) bytes")
+                    legacyFrames += 1
                 default:
                     break
                 }
@@ -482,6 +497,16 @@ struct SingleRun {
             handshakeCandidate = nil
         case 8:  // a tick between deadlines
             handle(end.tick(now: now))
+        case 9:  // an answer to a legacy head unit
+            guard let frame = try? IAP1Packet(lingo: 0, command: 2, data: [0, script.byte()]).encoded(sync: true) else { return }
+            legacyAnswer = frame
+            do {
+                handle(try end.sendLegacy(frame, now: now))
+                require(legacyFrames > 0 && !end.isUp, "\(who) wrote an iAP1 answer with no legacy head unit")
+            } catch {
+                legacyAnswer = nil
+            }
+            require(legacyAnswer == nil, "\(who) took an iAP1 answer and did not write it")
         default:  // time runs on
             let unit: [Int64] = [0, 1, 10, 100, 1000, 10_000, 30, 3]
             let choice = script.byte()

@@ -1,0 +1,55 @@
+import Testing
+import IAPLink
+import IAPWire
+
+/// A device end that answers iAP1 head units (`answersIAP1`): only an
+/// identification makes the peer a legacy head unit; its later frames are
+/// reported and answers written; noise and an iAP2 link are left alone.
+@Suite struct LegacyFrameTests {
+    static func frame(_ lingo: UInt8, _ command: UInt16, _ data: [UInt8] = []) throws -> [UInt8] {
+        try IAP1Packet(lingo: lingo, command: command, data: data).encoded(sync: true)
+    }
+
+    static func legacyFrames(_ events: [LinkEvent]) -> [[UInt8]] {
+        events.compactMap { if case .legacyFrame(let payload) = $0 { payload } else { nil } }
+    }
+
+    @Test func onlyAnIdentificationStartsALegacySession() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, answersIAP1: true))
+        device.start()
+        // A valid frame that is not an identification, and a lingo-4 request: noise.
+        device.receive(try Self.frame(0, 0x29, [1, 2]) + (try Self.frame(4, 0x001C)))
+        #expect(Self.legacyFrames(device.events).isEmpty)
+        #expect(throws: LinkSendError.self) { try device.link.sendLegacy([0xFF, 0x55, 0x02, 0x00, 0x02, 0xFC], now: device.now) }
+
+        let identify = try Self.frame(0, 0x13, [0, 0, 0, 0x11] + [UInt8](repeating: 0, count: 8))
+        device.receive(identify + (try Self.frame(4, 0x001C)))
+        #expect(Self.legacyFrames(device.events) == [Array(identify[3..<(identify.count - 1)]), [0x04, 0x00, 0x1C]])
+        let answer = try Self.frame(0, 0x02, [0x00, 0x13])
+        device.apply(try device.link.sendLegacy(answer, now: device.now))
+        #expect(device.written.last == answer)
+        // A frame with a bad checksum is not reported.
+        var corrupt = try Self.frame(4, 0x001E)
+        corrupt[corrupt.count - 1] ^= 0xFF
+        device.receive(corrupt)
+        #expect(Self.legacyFrames(device.events).count == 2)
+    }
+
+    @Test func aDeviceThatDoesNotAnswerIAP1ReportsNone() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device))
+        device.start()
+        device.receive(try Self.frame(0, 0x13, [0, 0, 0, 0x11] + [UInt8](repeating: 0, count: 8)))
+        #expect(Self.legacyFrames(device.events).isEmpty)
+    }
+
+    @Test func anIAP2LinkStillComesUpAndEndsTheLegacyAnswers() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, initialSequence: 0x80, answersIAP1: true))
+        device.start()
+        device.receive(try Self.frame(0, 0x13, [0, 0, 0, 0x11] + [UInt8](repeating: 0, count: 8)))
+        device.receive(DetectSequence.bytes)
+        try device.receive(LinkPacket(control: .syn, sequence: 0x10, payload: LinkParameters().synchronization.encoded()))
+        try device.receive(LinkPacket(control: .ack, sequence: 0x10, acknowledgement: 0x80))
+        #expect(device.link.isUp)
+        #expect(throws: LinkSendError.self) { try device.link.sendLegacy(try Self.frame(0, 0x02, [0, 0x13]), now: device.now) }
+    }
+}
