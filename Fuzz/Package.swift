@@ -46,6 +46,17 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "FuzzLegacyPhone",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "IAPWire", package: "iap-devkit"),
+                .product(name: "IAPLink", package: "iap-devkit"),
+                .product(name: "IAPRoles", package: "iap-devkit"),
+                .product(name: "IAPSession", package: "iap-devkit"),
+                .product(name: "IAPLegacy", package: "iap-devkit"),
+            ]
+        ),
+        .executableTarget(
             name: "FuzzTraceInput",
             dependencies: [
                 "FuzzSupport",

@@ -78,8 +78,8 @@ public final class MediaEndpoint: @unchecked Sendable {
         case action(@Sendable (inout Connection, LinkInstant) -> [Connection.Output])
         /// The app answered a load of the legacy phone's.
         case legacyLoaded(token: UInt32, PhoneMediaRole.LoadResult)
-        /// The verifier answered the legacy phone, for the head unit of this link generation.
-        case legacyVerified(VerificationAnswer, generation: Int)
+        /// The verifier answered the legacy phone's verification `id`.
+        case legacyVerified(id: UInt32, VerificationAnswer)
     }
 
     public let kind: EndKind
@@ -268,8 +268,8 @@ public final class MediaEndpoint: @unchecked Sendable {
             if let outputs = legacy?.tick(now: now) { performLegacy(outputs) }
         case .legacyLoaded(let token, let result):
             if let outputs = legacy?.complete(token: token, with: result, now: now) { performLegacy(outputs) }
-        case .legacyVerified(let answer, let generation):
-            if generation == linkGeneration, let outputs = legacy?.verified(answer, now: now) { performLegacy(outputs) }
+        case .legacyVerified(let id, let answer):
+            if let outputs = legacy?.verified(id: id, answer, now: now) { performLegacy(outputs) }
         case .loaded(let token, let result, let readyAt):
             perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now))
         case .action(let action):
@@ -404,12 +404,11 @@ public final class MediaEndpoint: @unchecked Sendable {
                     if delay > .zero { try? await Task.sleep(for: delay) }
                     submit(.legacyLoaded(token: token, result))
                 }
-            case .verify(let request):
+            case .verify(let id, let request):
                 guard let verifier = authentication.verifier else { continue }
-                let generation = linkGeneration
                 Task { [self] in
                     let answer = await verifier(request)
-                    submit(.legacyVerified(answer, generation: generation))
+                    submit(.legacyVerified(id: id, answer))
                 }
             case .event(let event):
                 switch event {

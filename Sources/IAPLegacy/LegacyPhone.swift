@@ -60,8 +60,8 @@ public struct LegacyPhone: Sendable {
         case send(IAP1Packet)
         /// Ask the app; answer with `complete`.
         case load(token: UInt32, PhoneMediaRole.LoadRequest)
-        /// Ask the edge's verifier; answer with `verified`.
-        case verify(VerificationRequest)
+        /// Ask the edge's verifier; answer with `verified`, giving the id back.
+        case verify(id: UInt32, VerificationRequest)
         case event(Event)
         case log(String)
     }
@@ -151,6 +151,10 @@ public struct LegacyPhone: Sendable {
     private var idps: IDPS?
     private var authenticationRequested = false
     private var authentication = Authentication.none
+    /// The id of the last verification asked for: a verdict on an earlier
+    /// one (a head unit that identified again meanwhile) must never pass
+    /// for the current certificate's or signature's.
+    private var verification: UInt32 = 0
     private var nextTransactionID: UInt16 = 0
     private var level = Level()
     private var pending: [UInt32: (purpose: Purpose, deadline: LinkInstant)] = [:]
@@ -261,8 +265,9 @@ public struct LegacyPhone: Sendable {
         }
     }
 
-    /// The edge's verifier answered.
-    public mutating func verified(_ answer: VerificationAnswer, now: LinkInstant) -> [Output] {
+    /// The edge's verifier answered the verification `id`.
+    public mutating func verified(id: UInt32, _ answer: VerificationAnswer, now: LinkInstant) -> [Output] {
+        guard id == verification else { return [.log("a verdict on an earlier verification was dropped")] }
         switch (authentication, answer) {
         case (.verifyingCertificate(let certificate), .certificateAccepted(let summary, let challenge)):
             authentication = .awaitingSignature(certificate: certificate, challenge: challenge, summary: summary)
@@ -359,7 +364,7 @@ public struct LegacyPhone: Sendable {
                 return [generalAck(.badParameter, reply)]
             }
             authentication = .verifyingSignature(summary: summary)
-            return [.verify(.response(data, challenge: challenge, certificate: certificate))]
+            return [verify(.response(data, challenge: challenge, certificate: certificate))]
         default:
             break
         }
@@ -458,7 +463,7 @@ public struct LegacyPhone: Sendable {
                     .event(.authenticated("not checked: this phone does not verify accessories (\(certificate.count)-byte certificate)"))]
         }
         authentication = .verifyingCertificate(certificate)
-        return [.verify(.certificate(certificate))]
+        return [verify(.certificate(certificate))]
     }
 
     /// RetFIDTokenValueACKs for SetFIDTokenValues: each token accepted,
@@ -620,7 +625,9 @@ public struct LegacyPhone: Sendable {
 
     private var playingTrackCount: UInt32 {
         guard nowPlaying.title != nil else { return 0 }
-        return max(nowPlaying.queueCount ?? 1, (nowPlaying.queueIndex ?? 0) + 1)
+        // The app's index may be anything, the last value included.
+        let (afterIndex, overflow) = (nowPlaying.queueIndex ?? 0).addingReportingOverflow(1)
+        return max(nowPlaying.queueCount ?? 1, overflow ? .max : afterIndex)
     }
 
     private mutating func indexedTrack(_ field: TextField, index: UInt32, reply: Reply, now: LinkInstant) -> [Output] {
@@ -785,6 +792,11 @@ public struct LegacyPhone: Sendable {
             transactionID = nextTransactionID
         }
         return IAP1Packet(lingo: lingo, command: command, transactionID: transactionID, data: data)
+    }
+
+    private mutating func verify(_ request: VerificationRequest) -> Output {
+        verification &+= 1
+        return .verify(id: verification, request)
     }
 
     private func generalAck(_ status: LegacyStatus, _ reply: Reply) -> Output {

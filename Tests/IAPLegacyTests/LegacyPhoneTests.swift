@@ -16,6 +16,7 @@ struct LegacyHarness {
     var sent: [IAP1Packet] = []
     var loads: [(token: UInt32, request: PhoneMediaRole.LoadRequest)] = []
     var verifications: [VerificationRequest] = []
+    var verificationID: UInt32 = 0
     var events: [LegacyPhone.Event] = []
     var logs: [String] = []
 
@@ -28,7 +29,9 @@ struct LegacyHarness {
             switch output {
             case .send(let packet): sent.append(packet)
             case .load(let token, let request): loads.append((token, request))
-            case .verify(let request): verifications.append(request)
+            case .verify(let id, let request):
+                verifications.append(request)
+                verificationID = id
             case .event(let event): events.append(event)
             case .log(let line): logs.append(line)
             }
@@ -59,6 +62,9 @@ struct LegacyHarness {
     }
 
     mutating func play(_ info: NowPlayingInfo) { take(phone.setNowPlaying(info, now: now)) }
+
+    /// The verifier's answer to the last verification asked for.
+    mutating func verdict(_ answer: VerificationAnswer) { take(phone.verified(id: verificationID, answer, now: now)) }
 
     /// IdentifyDeviceLingoes for General and Extended Interface.
     mutating func identify(options: UInt32 = 0, deviceID: UInt32 = 0) {
@@ -226,14 +232,14 @@ func text(_ packet: IAP1Packet?) -> String? {
         #expect(harness.verifications == [.certificate(certificate)])
 
         let challenge = [UInt8](repeating: 0xAB, count: 20)
-        harness.take(harness.phone.verified(.certificateAccepted(summary: "Car accessory", challenge: challenge), now: harness.now))
+        harness.verdict(.certificateAccepted(summary: "Car accessory", challenge: challenge))
         #expect(harness.sent.suffix(2) == [IAP1Packet(lingo: 0, command: 0x16, data: [0x00]), IAP1Packet(lingo: 0, command: 0x17, data: challenge + [1])])
         // Before it is authenticated, commands from 0x003B on are refused.
         #expect(acked(harness.receive(extended(0x003B, [1])).first, 0x07, 0x003B))
 
         harness.receive(IAP1Packet(lingo: 0, command: 0x18, data: [9, 9, 9]))
         #expect(harness.verifications.last == .response([9, 9, 9], challenge: challenge, certificate: certificate))
-        harness.take(harness.phone.verified(.responseValid, now: harness.now))
+        harness.verdict(.responseValid)
         #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x19, data: [0x00]))
         #expect(harness.events.last == .authenticated("Car accessory"))
         #expect(harness.phone.isAuthenticated)
@@ -244,16 +250,16 @@ func text(_ packet: IAP1Packet?) -> String? {
         var harness = LegacyHarness()
         harness.identify(options: 2, deviceID: 0x0200)
         harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 2, 3]))
-        harness.take(harness.phone.verified(.certificateRejected("not Apple's"), now: harness.now))
+        harness.verdict(.certificateRejected("not Apple's"))
         #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x0A]))
         #expect(harness.events.last == .authenticationFailed("certificate rejected: not Apple's"))
 
         var signed = LegacyHarness()
         signed.identify(options: 2, deviceID: 0x0200)
         signed.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 2, 3]))
-        signed.take(signed.phone.verified(.certificateAccepted(summary: "s", challenge: [1]), now: signed.now))
+        signed.verdict(.certificateAccepted(summary: "s", challenge: [1]))
         signed.receive(IAP1Packet(lingo: 0, command: 0x18, data: [0]))
-        signed.take(signed.phone.verified(.responseInvalid("bad signature"), now: signed.now))
+        signed.verdict(.responseInvalid("bad signature"))
         #expect(signed.sent.last == IAP1Packet(lingo: 0, command: 0x19, data: [0x01]))
         #expect(!signed.phone.isAuthenticated)
         // Version 1.0 (no certificate) is not served; out-of-order sections are refused.
@@ -280,6 +286,25 @@ func text(_ packet: IAP1Packet?) -> String? {
         #expect(sections == LegacyPhone.maximumCertificateLength / section.count + 1)
         #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x04]))
         #expect(harness.verifications.isEmpty)
+    }
+
+    /// FuzzLegacyPhone: a head unit that identifies again while its first
+    /// certificate is being checked. The verdict on the first must not pass
+    /// for the second: a genuine accessory's public certificate would vouch
+    /// for a forged one.
+    @Test func aVerdictOnAnEarlierCertificateIsDropped() {
+        var harness = LegacyHarness()
+        harness.identify(options: 2, deviceID: 0x0200)
+        harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 1, 1]))
+        let first = harness.verificationID
+        harness.identify(options: 2, deviceID: 0x0200)
+        harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 6, 6, 6]))
+        #expect(harness.verificationID != first)
+        let before = harness.sent.count
+        harness.take(harness.phone.verified(id: first, .certificateAccepted(summary: "genuine", challenge: [1]), now: harness.now))
+        #expect(harness.sent.count == before, "a verdict on the first certificate was taken for the second")
+        harness.verdict(.certificateRejected("forged"))
+        #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x0A]))
     }
 
     @Test func aPhoneThatDoesNotVerifyAcceptsUncheckedAndSaysSo() {
@@ -363,6 +388,17 @@ func text(_ packet: IAP1Packet?) -> String? {
             return
         }
         #expect(acked(harness.complete(playToken, .done).first, 0x00, 0x0037))
+    }
+
+    /// FuzzLegacyPhone, 126,515 executions into its first run: an app
+    /// whose queue index is the largest value made the count of playing
+    /// tracks overflow (a trap).
+    @Test func anyQueueIndexFromTheAppIsAnswered() {
+        var harness = LegacyHarness()
+        harness.identify()
+        harness.play(NowPlayingInfo(title: "x", queueIndex: UInt32.max, state: .playing))
+        #expect(harness.receive(extended(0x0035)).first?.data == u32(UInt32.max))
+        #expect(harness.receive(extended(0x001E)).first?.data == u32(UInt32.max))
     }
 
     @Test func notificationsFollowWhatPlays() {
