@@ -4,9 +4,9 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET]
 #
 # SECONDS  time per target (default 60; 0: no time limit, with FUZZ_RUNS)
-# TARGET   link | control | trace | linkend | session | all (default), or a
-#          full target name (FuzzLinkStream, FuzzControlMessage,
-#          FuzzTraceInput, FuzzLinkEnd, FuzzSession)
+# TARGET   link | control | trace | linkend | session | legacy | all (default),
+#          or a full target name (FuzzLinkStream, FuzzControlMessage,
+#          FuzzTraceInput, FuzzLinkEnd, FuzzSession, FuzzLegacyPhone)
 #
 # FUZZ_CONFIGURATION=release builds with optimisation (still with ASan and
 # libFuzzer), several times faster than the default debug build; binaries
@@ -74,13 +74,14 @@ CRASHES="$FUZZ/crashes"
 CORPUS="$FUZZ/corpus"
 
 case "$WHICH" in
-    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput FuzzLinkEnd FuzzSession) ;;
+    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput FuzzLinkEnd FuzzSession FuzzLegacyPhone) ;;
     link|FuzzLinkStream) TARGETS=(FuzzLinkStream) ;;
     control|FuzzControlMessage) TARGETS=(FuzzControlMessage) ;;
     trace|FuzzTraceInput) TARGETS=(FuzzTraceInput) ;;
     linkend|FuzzLinkEnd) TARGETS=(FuzzLinkEnd) ;;
     session|FuzzSession) TARGETS=(FuzzSession) ;;
-    *) echo "unknown target '$WHICH' (link, control, trace, linkend, session or all)" >&2; exit 2 ;;
+    legacy|FuzzLegacyPhone) TARGETS=(FuzzLegacyPhone) ;;
+    *) echo "unknown target '$WHICH' (link, control, trace, linkend, session, legacy or all)" >&2; exit 2 ;;
 esac
 
 echo "== building fuzz targets ($CONFIGURATION, -sanitize=fuzzer,address) in $SCRATCH"
@@ -101,7 +102,7 @@ python3 - "$ROOT/Tests/IAPWireTests/Fixtures/public" "$CORPUS" <<'PY'
 import glob, os, struct, sys
 
 fixtures, corpus = sys.argv[1], sys.argv[2]
-dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput", "FuzzLinkEnd", "FuzzSession")}
+dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput", "FuzzLinkEnd", "FuzzSession", "FuzzLegacyPhone")}
 for d in dirs.values():
     os.makedirs(d, exist_ok=True)
 
@@ -340,6 +341,17 @@ for name, data in generated_messages.items():
     side = HEAD if name in ("now-playing", "two-messages") else PHONE
     write("FuzzSession", "gen-message-" + name,
           bytes([0x02, 0x00, LINK_UP, 0x00, EXCHANGE, RAW | side, 0, 0, min(len(data), 63)]) + data[:63])
+
+# Scripts for FuzzLegacyPhone (an operation byte, its arguments): an iAP1
+# head unit identifying, counting the tabs as playlists (the app answering
+# with a page), reading them and waiting; and one authenticating (a
+# certificate section, the verifier's challenge, a signature, a valid verdict).
+identify_browse = [0x30, 0x00, 0x01, 0x00, 0x02, 5, 1, 0x01, 0x07, 0, 3, 0x01, 4, 0x00, 5, 0x03, 6, 0, 3,
+                   0x02, 6, 9, 0x01, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x0B, 10]
+authenticate = ([0x30, 0x02, 0x01, 0x01, 0, 0, 2, 0, 0x05, 0x00, 0, 0, 4] + [0x30] * 16
+                + [0x08, 20] + list(range(20)) + [0x00, 0x06, 8] + [7] * 8 + [0x20, 0, 0x00, 0x02, 7, 0])
+for name, data in {"identify-browse": identify_browse, "authenticate": authenticate}.items():
+    write("FuzzLegacyPhone", "gen-" + name, bytes(data))
 
 # A dictionary of the formats' magic numbers.
 with open(os.path.join(corpus, "iap.dict"), "w") as f:
