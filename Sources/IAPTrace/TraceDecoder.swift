@@ -232,13 +232,16 @@ public struct TraceDecoder {
 
     /// Whether an event proves that its stream carries iAP traffic: a detect
     /// sequence or a link packet with both checksums right (a chance match in
-    /// other data is about one in 2^32 positions), or, for HID reports, an
-    /// iAP1 frame whose checksum holds.
+    /// other data is about one in 2^32 positions); for HID reports, an iAP1
+    /// frame whose checksum holds; in a byte stream (a serial link's, or a
+    /// phone answering a legacy head unit over bulk endpoints), an iAP1
+    /// frame with its sync byte, its checksum right and a lingo and command
+    /// the catalog names (about one in 2^33).
     private func identifies(_ event: TraceEvent) -> Bool {
         switch event.body {
         case .detect, .message: true
         case .link(let info): info.checksumsOK
-        case .iap1(let info): options.hid && info.checksumOK
+        case .iap1(let info): info.checksumOK && (options.hid || info.name != nil)
         case .skipped: false
         }
     }

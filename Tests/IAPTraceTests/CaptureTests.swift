@@ -128,6 +128,24 @@ import IAPWire
         #expect { try decodeTrace(huge) } throws: { error in "\(error)".contains("over the") }
     }
 
+    /// A phone answering a legacy head unit over bulk endpoints (as `iapctl
+    /// phone --trace` records it): iAP1 frames with their sync byte, both ways.
+    @Test func bulkTransfersOfIAP1FramesAreDecoded() throws {
+        var writer = UsbmonPcapngWriter()
+        let identify = try IAP1Packet(lingo: 0, command: 0x13, data: [0, 0, 0, 0x11] + [UInt8](repeating: 0, count: 8)).encoded(sync: true)
+        let ack = try IAP1Packet(lingo: 0, command: 0x02, data: [0x00, 0x13]).encoded(sync: true)
+        writer.bulkTransfer(device: 2, endpoint: 0x01, data: identify, timestampMicroseconds: 1)
+        writer.bulkTransfer(device: 2, endpoint: 0x81, data: ack, timestampMicroseconds: 2)
+        // A frame-shaped run in other data (checksum right, no command the catalog knows) proves nothing.
+        writer.bulkTransfer(device: 9, endpoint: 0x02, data: [0xFF, 0x55, 0x02, 0x7E, 0x7F, 0x01], timestampMicroseconds: 3)
+        let (events, _) = try decodeTrace(writer.bytes)
+        let frames = events.compactMap { event -> String? in
+            if case .iap1(let info) = event.body { return info.name } else { return nil }
+        }
+        #expect(frames == ["IdentifyDeviceLingoes", "iPodAck"])
+        #expect(!events.contains { $0.endpoint?.device == 9 })
+    }
+
     @Test func hidInterruptTransfersCarryIAP1() throws {
         var writer = UsbmonPcapngWriter()
         // A 60-byte packet split over 3 reports of 1 + 1 + 30 bytes: first, middle, last.
