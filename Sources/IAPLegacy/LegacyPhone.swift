@@ -195,9 +195,9 @@ public struct LegacyPhone: Sendable {
         } catch {
             return ignore("an iAP1 packet that does not parse: \(error)", kind: "unparsable")
         }
-        guard isIdentified || idps != nil || IAP1Packet.isIdentification(payload) else {
-            return ignore("lingo 0x\(hex(packet.lingo)) command before the head unit identified", kind: "unidentified")
-        }
+        // Before the head unit identifies, its requests are refused as bad
+        // parameters (older head units ask something first to see whether
+        // anything answers).
         switch packet.lingo {
         case General.lingo: return general(packet, now: now)
         case Extended.lingo: return extended(packet, now: now)

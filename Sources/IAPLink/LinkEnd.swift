@@ -262,9 +262,12 @@ public struct LinkEnd: Sendable {
                 if case .detecting = state, configuration.role == .accessory, frame.checksumValid, Self.isIAP1AnswerToDetect(payload) {
                     fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: UInt16(payload.dropFirst().first ?? 0)), now: now)
                 } else if configuration.role == .device, configuration.answersIAP1, frame.checksumValid, !isUp,
-                          legacyPeer || IAP1Packet.isIdentification(payload) {
-                    // Only an identification starts a legacy session: noise
-                    // that frames as iAP1 starts nothing.
+                          legacyPeer || IAP1Packet.isIdentification(payload)
+                            || frame.hasSync && (payload.first == IAP1Packet.generalLingo || payload.first == IAP1Packet.extendedInterfaceLingo) {
+                    // An identification, or a request on a lingo the phone
+                    // serves framed with its sync byte (older head units ask
+                    // before they identify): noise matches one by chance
+                    // about once in 2^31 positions and starts nothing.
                     legacyPeer = true
                     lastReceived = now
                     actions.append(.event(.legacyFrame(Array(payload))))

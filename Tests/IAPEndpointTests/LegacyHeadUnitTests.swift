@@ -99,9 +99,10 @@ import Testing
 
     @Test func noiseThatFramesAsIAP1StartsNothing() async throws {
         let (_, headUnit, received) = try Self.phone(app: SampleApp())
-        // A valid frame that is not an identification, then a lingo-4 request: nothing is answered.
-        headUnit.write(try Self.frame(0, 0x29, [1, 2, 3]))
-        headUnit.write(try Self.frame(4, 0x001C))
+        // A frame on a lingo the phone does not serve, and lingo-4 requests without
+        // the sync byte (as noise in a byte stream would be): nothing is answered.
+        headUnit.write(try Self.frame(0x0A, 0x29, [1, 2, 3]))
+        headUnit.write(try IAP1Packet(lingo: 4, command: 0x001C).encoded(sync: false))
         try await Task.sleep(for: .milliseconds(200))
         #expect(received.packets.isEmpty)
     }

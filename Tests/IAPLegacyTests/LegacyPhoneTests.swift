@@ -145,9 +145,11 @@ func text(_ packet: IAP1Packet?) -> String? {
 
     @Test func identificationNamesTheLingoesAndGatesTheExtendedInterface() {
         var harness = LegacyHarness()
-        // Before any identification nothing is answered: whether a transaction id follows is not known.
-        #expect(harness.receive(extended(0x001C)).isEmpty)
-        #expect(harness.logs.contains { $0.contains("before the head unit identified") })
+        // Before any identification requests are refused as bad parameters (an older
+        // head unit asks something first to see whether anything answers).
+        #expect(acked(harness.receive(extended(0x0009)).first, 0x04, 0x0009))
+        #expect(harness.receive(IAP1Packet(lingo: 0, command: 0x07)).first?.data == [0x04, 0x07])
+        #expect(harness.receive(IAP1Packet(lingo: 0x0A, command: 0x02)).isEmpty)
 
         // General only: the Extended Interface is refused.
         harness.receive(IAP1Packet(lingo: 0, command: 0x13, data: u32(0x01) + u32(0) + u32(0)))
@@ -160,6 +162,28 @@ func text(_ packet: IAP1Packet?) -> String? {
         // Without the General lingo, identification fails.
         let refused = harness.receive(IAP1Packet(lingo: 0, command: 0x13, data: u32(0x10) + u32(0) + u32(0)))
         #expect(refused.first?.data == [0x02, 0x13])
+    }
+
+    /// The order of a public remote client for the older "AiR" mode
+    /// (planeturban/pyidock): it asks on the Extended Interface lingo to see
+    /// whether anything answers, identifies with the deprecated Identify
+    /// naming lingo 4, resets the selection and reads; it never sends
+    /// IdentifyDeviceLingoes.
+    @Test func anAiRModeClientThatAsksBeforeIdentifyingIsServed() {
+        let app = SampleApp()
+        var harness = LegacyHarness(commands: app.commandCenter())
+        #expect(!harness.receive(extended(0x0009)).isEmpty, "the probe before identification is answered")
+        #expect(harness.receive(IAP1Packet(lingo: 0, command: 0x01, data: [0x04])).isEmpty)
+        #expect(harness.events == [.identified(lingoes: [0, 4], idps: false, authenticating: false)])
+        #expect(harness.phone.isInRemoteUIMode)
+        #expect(acked(harness.receive(extended(0x0016)).first, 0x00, 0x0016))
+        harness.receive(extended(0x0018, [0x01]))
+        harness.answerLoads(from: app)
+        #expect(harness.sent.last?.command == 0x0019 && harness.sent.last?.data == u32(4))
+        #expect(harness.receive(extended(0x001C)).first?.command == 0x001D)
+        // Its play: notifications off first, then PlayControl.
+        #expect(acked(harness.receive(extended(0x0026, [0])).first, 0x00, 0x0026))
+        #expect(harness.receive(extended(0x0029, [0x01])).first.map { ack($0) != nil } == true)
     }
 
     @Test func theDeviceAnswersWhatItIs() {

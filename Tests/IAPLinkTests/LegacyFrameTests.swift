@@ -17,8 +17,8 @@ import IAPWire
     @Test func onlyAnIdentificationStartsALegacySession() throws {
         var device = ScriptedLink(LinkConfiguration(role: .device, answersIAP1: true))
         device.start()
-        // A valid frame that is not an identification, and a lingo-4 request: noise.
-        device.receive(try Self.frame(0, 0x29, [1, 2]) + (try Self.frame(4, 0x001C)))
+        // A frame on a lingo not served, and a lingo-4 request without the sync byte: noise.
+        device.receive(try Self.frame(0x0A, 0x29, [1, 2]) + (try IAP1Packet(lingo: 4, command: 0x001C).encoded(sync: false)))
         #expect(Self.legacyFrames(device.events).isEmpty)
         #expect(throws: LinkSendError.self) { try device.link.sendLegacy([0xFF, 0x55, 0x02, 0x00, 0x02, 0xFC], now: device.now) }
 
@@ -33,6 +33,19 @@ import IAPWire
         corrupt[corrupt.count - 1] ^= 0xFF
         device.receive(corrupt)
         #expect(Self.legacyFrames(device.events).count == 2)
+    }
+
+    /// Older head units ask on the Extended Interface lingo before they
+    /// identify, to see whether anything answers: a synced request on a
+    /// served lingo is reported, and answered.
+    @Test func aSyncedRequestBeforeIdentificationIsReported() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, answersIAP1: true))
+        device.start()
+        device.receive(try Self.frame(4, 0x0009))
+        #expect(Self.legacyFrames(device.events) == [[0x04, 0x00, 0x09]])
+        let answer = try Self.frame(4, 0x0001, [0x04, 0x00, 0x09])
+        device.apply(try device.link.sendLegacy(answer, now: device.now))
+        #expect(device.written.last == answer)
     }
 
     @Test func aDeviceThatDoesNotAnswerIAP1ReportsNone() throws {

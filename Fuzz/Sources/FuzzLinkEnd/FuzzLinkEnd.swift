@@ -212,7 +212,8 @@ struct SingleRun {
                 case .legacyFrame(let payload):
                     require(role == .device && configuration.answersIAP1, "\(who) reported an iAP1 frame without answersIAP1")
                     require(link == nil && !end.isUp, "\(who) reported an iAP1 frame with a link up")
-                    require(legacyFrames > 0 || IAP1Packet.isIdentification(payload), "\(who) took an iAP1 frame that is not an identification for a legacy head unit")
+                    require(legacyFrames > 0 || IAP1Packet.isIdentification(payload) || payload.first == 0 || payload.first == 4,
+                            "\(who) took an iAP1 frame that is neither an identification nor on a served lingo for a legacy head unit")
                     require(payload.count >= 2, "\(who) reported an iAP1 payload of \(payload.count) bytes")
                     legacyFrames += 1
                 default:
