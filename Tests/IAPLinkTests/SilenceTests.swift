@@ -13,6 +13,18 @@ import IAPWire
         events.compactMap { if case .down(let reason) = $0 { reason } else { nil } }
     }
 
+    /// Two ends on the default configuration, idle for minutes over a
+    /// perfect wire: each one's keep-alives reach the other well within its
+    /// silence limit, so neither takes the other for gone.
+    @Test func twoIdleEndsOnTheDefaultsKeepTheLinkUp() {
+        var simulator = LinkSimulator(accessory: LinkConfiguration(role: .accessory), device: LinkConfiguration(role: .device))
+        simulator.start()
+        simulator.run(for: .seconds(300))
+        #expect(simulator.accessory.isUp && simulator.device.isUp)
+        #expect(simulator.events(.accessory).allSatisfy { if case .down = $0 { false } else { true } }, "\(simulator.events(.accessory))")
+        #expect(simulator.events(.device).allSatisfy { if case .down = $0 { false } else { true } }, "\(simulator.events(.device))")
+    }
+
     @Test func anIdlePeerThatSendsNoKeepAlivesStaysConnected() throws {
         var device = try ScriptedLink.connectedDevice(Self.configuration)
         #expect(device.link.isUp)
