@@ -278,14 +278,14 @@ test_filter_for() {
         IAPTrace) echo 'IAPTraceTests' ;;
         IAPHotplug) echo 'IAPHotplugTests' ;;
         IAPConformance) echo 'IAPLinkTests' ;;
-        IAPEndpoint) echo 'IAPEndpointTests' ;;
+        IAPEndpoint) echo 'IAPEndpointTests|IAPKitTests|IAPScreenTests|IAPLinkTests' ;;
         IAPScreen) echo 'IAPScreenTests' ;;
-        IAPLegacy) echo 'IAPLegacyTests|IAPEndpointTests' ;;
+        IAPLegacy) echo 'IAPLegacyTests|IAPEndpointTests|IAPKitTests|IAPScreenTests|IAPLinkTests' ;;
         IAPUSB) echo 'IAPUSBTests' ;;
         IAPAuthentication) echo 'IAPAuthenticationTests|IAPLinkTests' ;;
-        IAPSession) echo 'IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests' ;;
-        IAPRoles) echo 'IAPRolesTests|IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests' ;;
-        IAPTransport) echo 'IAPTransportTests|IAPLinkTests|IAPEndpointTests|IAPUSBTests|IAPHotplugTests' ;;
+        IAPSession) echo 'IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests|IAPLegacyTests|IAPKitTests|IAPScreenTests' ;;
+        IAPRoles) echo 'IAPRolesTests|IAPSessionTests|IAPAuthenticationTests|IAPEndpointTests|IAPLinkTests|IAPLegacyTests|IAPKitTests|IAPScreenTests' ;;
+        IAPTransport) echo 'IAPTransportTests|IAPLinkTests|IAPEndpointTests|IAPUSBTests|IAPHotplugTests|IAPKitTests|IAPScreenTests' ;;
         *) echo '' ;;   # IAPWire, IAPLink and anything else: every target
     esac
 }
