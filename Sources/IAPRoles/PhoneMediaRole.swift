@@ -282,10 +282,17 @@ public struct PhoneMediaRole: Sendable {
                 }
             }
             return outputs
-        case .setNowPlayingInformation(let elapsed, _):
-            guard let elapsed else { return [] }
-            let status = commands.perform(.changePlaybackPosition(milliseconds: elapsed))
-            return [.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)")]
+        case .setNowPlayingInformation(let elapsed, let queueIndex):
+            var outputs: [Output] = []
+            if let queueIndex {
+                // Play the queue's item at that index: the app names it, then plays it in place.
+                outputs.append(startLoad(.queue(offset: Int(queueIndex), count: 1), requestID: nil, in: &current, now: now))
+            }
+            if let elapsed {
+                let status = commands.perform(.changePlaybackPosition(milliseconds: elapsed))
+                outputs.append(.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)"))
+            }
+            return outputs
         default:
             return [.log("ignored \(message.controlMessage.id == 0 ? "a message" : "an unexpected message") from the head unit")]
         }
@@ -329,15 +336,21 @@ public struct PhoneMediaRole: Sendable {
         guard var current = connection, let pending = current.pending.removeValue(forKey: token) else { return [] }
         defer { connection = current }
         guard let id = pending.requestID else {
-            // The role's own load: the now-playing artwork.
+            // The role's own loads: the now-playing artwork, and the queue's
+            // item a SetNowPlayingInformation names, then its play.
             switch (pending.request, result) {
             case (.image(let imageID, _), .image(let bytes)):
                 return artworkLoaded(bytes, imageID: imageID, in: &current, now: now)
+            case (.queue(let index, _), .queue(let items, _, _)):
+                guard let item = items.first else { return [.log("queue index \(index) from SetNowPlayingInformation: the queue has no such item")] }
+                return [startLoad(.play(itemID: item.id, imageRowEntryID: nil), requestID: nil, in: &current, now: now)]
+            case (.play(let itemID, _), .done):
+                return [.log("playing \(itemID), the queue's item SetNowPlayingInformation named")]
             case (_, .failed(let status, let error)):
                 return [answerFailure(pending.request, requestID: nil, status: status, error: error)]
             default:
                 return [answerFailure(pending.request, requestID: nil, status: .commandFailed,
-                                      error: "the app answered \(Self.kind(of: result)) to an image request")]
+                                      error: "the app answered \(Self.kind(of: result)) to a \(Self.kind(of: pending.request)) request")]
             }
         }
         switch (pending.request, result) {
@@ -420,8 +433,9 @@ public struct PhoneMediaRole: Sendable {
     private func answerFailure(_ request: LoadRequest, requestID: UInt32?, status: RequestStatus, error: String) -> Output {
         let error = Self.cut(error)
         guard let id = requestID else {
-            // Nobody asked for the artwork: nothing to answer, only to say.
-            guard case .image(let imageID, _) = request else { return .log(error) }
+            // Nobody waits for an answer (the artwork, the queue's item
+            // SetNowPlayingInformation named): nothing to answer, only to say.
+            guard case .image(let imageID, _) = request else { return .log("\(Self.kind(of: request)) for the phone's own use failed: \(status): \(error)") }
             return .log("artwork \(imageID) not sent: \(status): \(error)")
         }
         return switch request {
