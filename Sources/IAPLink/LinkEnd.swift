@@ -135,7 +135,8 @@ public struct LinkEnd: Sendable {
     /// and nothing would ever resend it.
     private var zeroAckLinkBeingRenegotiated: NegotiatedLink?
     /// A head unit identified in iAP1 (device with `answersIAP1` only): its
-    /// frames are reported, and `sendLegacy` answers it.
+    /// frames are reported, and `sendLegacy` answers it, while the device
+    /// listens; an iAP2 detect ends it.
     private var legacyPeer = false
     private var actions: [LinkAction] = []
 
@@ -246,6 +247,8 @@ public struct LinkEnd: Sendable {
             switch event {
             case .detect:
                 lastReceived = now
+                // An iAP2 peer: no more legacy answers.
+                legacyPeer = false
                 detectReceived(now: now)
             case .packet(let header, _, let valid):
                 guard valid else {
@@ -261,7 +264,7 @@ public struct LinkEnd: Sendable {
                 let payload = decoder.payload
                 if case .detecting = state, configuration.role == .accessory, frame.checksumValid, Self.isIAP1AnswerToDetect(payload) {
                     fail(.iap1OnlyPeer(lingo: payload.first ?? 0, command: UInt16(payload.dropFirst().first ?? 0)), now: now)
-                } else if configuration.role == .device, configuration.answersIAP1, frame.checksumValid, !isUp,
+                } else if configuration.role == .device, configuration.answersIAP1, frame.checksumValid, case .listening = state,
                           legacyPeer || IAP1Packet.isIdentification(payload)
                             || frame.hasSync && (payload.first == IAP1Packet.generalLingo || payload.first == IAP1Packet.extendedInterfaceLingo) {
                     // An identification, or a request on a lingo the phone
@@ -310,7 +313,7 @@ public struct LinkEnd: Sendable {
     /// Writes a framed iAP1 packet to the head unit that identified in iAP1:
     /// the device's answers to a peer that speaks nothing else.
     public mutating func sendLegacy(_ frame: [UInt8], now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
-        guard legacyPeer, !isUp else { throw LinkSendError(kind: .noLegacyPeer) }
+        guard legacyPeer, case .listening = state else { throw LinkSendError(kind: .noLegacyPeer) }
         emit(frame, now: now)
         return takeActions()
     }

@@ -222,7 +222,7 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case tooLarge(size: Int, limit: Int)
         /// A datagram (file-transfer or EA session) must fit one packet and not be empty.
         case datagramSize(size: Int, limit: Int)
-        /// `sendLegacy` with no head unit identified in iAP1 (or an iAP2 link up).
+        /// `sendLegacy` with no head unit identified in iAP1, or once an iAP2 handshake has begun.
         case noLegacyPeer
     }
     public let kind: Kind

@@ -48,6 +48,28 @@ import IAPWire
         #expect(device.written.last == answer)
     }
 
+    /// FuzzLinkEnd: iAP1 frames buffered behind an iAP2 handshake's SYN were
+    /// reported, and could be answered, in the middle of that handshake.
+    /// Legacy answers are for a device that listens; an iAP2 SYN or detect
+    /// ends them.
+    @Test func noLegacyFramesOnceAnIAP2HandshakeHasBegun() throws {
+        var device = ScriptedLink(LinkConfiguration(role: .device, initialSequence: 0x80, answersIAP1: true))
+        device.start()
+        device.receive(try Self.frame(0, 0x13, [0, 0, 0, 0x11] + [UInt8](repeating: 0, count: 8)))
+        #expect(Self.legacyFrames(device.events).count == 1)
+        try device.receive(LinkPacket(control: .syn, sequence: 0x10, payload: LinkParameters().synchronization.encoded()))
+        device.receive(try Self.frame(4, 0x001C))
+        #expect(Self.legacyFrames(device.events).count == 1, "a frame reported while the handshake runs")
+        #expect(throws: LinkSendError.self) { try device.link.sendLegacy(try Self.frame(0, 0x02, [0, 0x13]), now: device.now) }
+
+        var detected = ScriptedLink(LinkConfiguration(role: .device, answersIAP1: true))
+        detected.start()
+        detected.receive(try Self.frame(0, 0x13, [0, 0, 0, 0x11] + [UInt8](repeating: 0, count: 8)))
+        detected.receive(DetectSequence.bytes)
+        detected.receive(try IAP1Packet(lingo: 4, command: 0x001C).encoded(sync: false))
+        #expect(Self.legacyFrames(detected.events).count == 1, "the detect did not end the legacy session")
+    }
+
     @Test func aDeviceThatDoesNotAnswerIAP1ReportsNone() throws {
         var device = ScriptedLink(LinkConfiguration(role: .device))
         device.start()

@@ -25,7 +25,11 @@ struct LegacyRun {
         return commands
     }(), verifies: true)
     var now = LinkInstant.milliseconds(1)
-    var loads: [(token: UInt32, request: PhoneMediaRole.LoadRequest)] = []
+    /// Loads handed out and not answered, with when; the phone stops waiting
+    /// for one after its timeout or when the head unit identifies again, and
+    /// the harness may still answer it (the answer must change nothing).
+    var loads: [(token: UInt32, request: PhoneMediaRole.LoadRequest, at: LinkInstant)] = []
+    var identifiedAt = LinkInstant.zero
     var tokens: Set<UInt32> = []
     /// Verifications asked for and not answered yet, by id, and the newest.
     var verifications: [UInt32] = []
@@ -46,9 +50,10 @@ struct LegacyRun {
                         "transaction id \(String(describing: packet.transactionID)) with transaction ids \(phone.usesTransactionIDs ? "on" : "off")")
             case .load(let token, let request):
                 require(tokens.insert(token).inserted, "load token \(token) handed out twice")
-                loads.append((token, request))
-                require(loads.count <= LegacyPhone.maximumPendingLoads + LegacyPhone.maximumWaitingRequests,
-                        "\(loads.count) loads waiting for the app")
+                loads.append((token, request, now))
+                let waited = loads.filter { $0.at >= identifiedAt && $0.at + phone.loadTimeout > now }.count
+                require(waited <= LegacyPhone.maximumPendingLoads, "the phone waits for \(waited) loads")
+                if loads.count > 4 * LegacyPhone.maximumPendingLoads { loads.removeFirst() }
             case .verify(let id, _):
                 require(!verifications.contains(id) && id != newestVerification, "verification id \(id) handed out twice")
                 verifications.append(id)
@@ -56,7 +61,9 @@ struct LegacyRun {
                 if verifications.count > 64 { verifications.removeFirst() }
             case .event(.authenticated):
                 require(validVerdictOnNewest, "authenticated without a valid verdict on the newest verification")
-            case .event(.identified), .event(.authenticationFailed), .log:
+            case .event(.identified):
+                identifiedAt = now
+            case .event(.authenticationFailed), .log:
                 break
             }
         }
@@ -104,7 +111,7 @@ struct LegacyRun {
             take(phone.received([0x00, 0x18] + (phone.usesTransactionIDs ? u16(2) : []) + script.take(Int(script.byte())), now: now))
         case 7:  // the app answers a load
             guard !loads.isEmpty else { return }
-            let (token, _) = loads.remove(at: Int(script.byte()) % loads.count)
+            let (token, _, _) = loads.remove(at: Int(script.byte()) % loads.count)
             let count = Int(script.byte())
             let items = (0..<(op & 0x40 != 0 ? count * 4 : count)).map { Self.item(&script, $0) }
             let results: [PhoneMediaRole.LoadResult] = [
