@@ -326,6 +326,8 @@ public final class MediaEndpoint: @unchecked Sendable {
         case .link(.sessionWritable(let session)):
             sendBacklog(of: session)
         case .link(.legacyFrame(let payload)):
+            // The app's commands as they are now: an IAPKit app may have changed them.
+            if let app { legacy?.setCommands(app.commandCenter()) }
             if let outputs = legacy?.received(payload, now: now) { performLegacy(outputs) }
         case .data(let session, let bytes):
             if backlog.isEmpty && heldData.isEmpty {

@@ -175,6 +175,11 @@ public struct LegacyPhone: Sendable {
     }
 
     public var isIdentified: Bool { lingoes != 0 }
+
+    /// The app's command set as it is now (an app may change it while serving).
+    public mutating func setCommands(_ commands: RemoteCommandCenter) {
+        self.commands = commands
+    }
     public var isAuthenticated: Bool { authentication == .succeeded }
 
     /// The earliest time `tick` has something to do.

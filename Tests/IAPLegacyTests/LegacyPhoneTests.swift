@@ -373,6 +373,19 @@ func text(_ packet: IAP1Packet?) -> String? {
         #expect(harness.receive(extended(0x002F)).first?.data == [2])
     }
 
+    /// An app may change its commands while serving (IAPKit's
+    /// `updateCommands`); the endpoint hands the set over before each frame.
+    @Test func aChangedCommandSetIsTheOneServed() {
+        var commands = RemoteCommandCenter()
+        commands.register(.pause) { _ in .success }
+        var harness = LegacyHarness(commands: commands)
+        harness.identify()
+        #expect(acked(harness.receive(extended(0x0029, [0x0B])).first, 0x00, 0x0029))
+        commands.withdraw(.pause)
+        harness.phone.setCommands(commands)
+        #expect(acked(harness.receive(extended(0x0029, [0x0B])).first, 0x02, 0x0029))
+    }
+
     @Test func thePlayingQueueIsReadByIndex() {
         var harness = LegacyHarness()
         harness.identify()
