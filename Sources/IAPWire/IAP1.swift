@@ -160,15 +160,25 @@ public enum IAP1Catalog {
     static let commandNames: [UInt32: String] = {
         var names: [UInt32: String] = [:]
         let general: [(UInt16, String)] = [
-            (0x00, "RequestIdentify"), (0x02, "iPodAck"), (0x13, "IdentifyDeviceLingoes"),
-            (0x14, "GetDevAuthenticationInfo"), (0x15, "RetDevAuthenticationInfo"),
-            (0x17, "GetDevAuthenticationSignature"), (0x18, "RetDevAuthenticationSignature"),
+            (0x00, "RequestIdentify"), (0x01, "Identify"), (0x02, "iPodAck"),
+            (0x03, "RequestRemoteUIMode"), (0x04, "ReturnRemoteUIMode"), (0x05, "EnterRemoteUIMode"), (0x06, "ExitRemoteUIMode"),
+            (0x07, "RequestiPodName"), (0x08, "ReturniPodName"), (0x09, "RequestiPodSoftwareVersion"),
+            (0x0A, "ReturniPodSoftwareVersion"), (0x0B, "RequestiPodSerialNum"), (0x0C, "ReturniPodSerialNum"),
+            (0x0D, "RequestiPodModelNum"), (0x0E, "ReturniPodModelNum"), (0x0F, "RequestLingoProtocolVersion"),
+            (0x10, "ReturnLingoProtocolVersion"), (0x11, "RequestTransportMaxPayloadSize"), (0x12, "ReturnTransportMaxPayloadSize"),
+            (0x13, "IdentifyDeviceLingoes"),
+            (0x14, "GetDevAuthenticationInfo"), (0x15, "RetDevAuthenticationInfo"), (0x16, "AckDevAuthenticationInfo"),
+            (0x17, "GetDevAuthenticationSignature"), (0x18, "RetDevAuthenticationSignature"), (0x19, "AckDevAuthenticationStatus"),
+            (0x24, "GetiPodOptions"), (0x25, "RetiPodOptions"),
             (0x38, "StartIDPS"), (0x39, "SetFIDTokenValues"), (0x3A, "RetFIDTokenValueACKs"),
-            (0x3B, "EndIDPS"), (0x3C, "IDPSStatus"), (0x4B, "GetiPodOptionsForLingo"),
+            (0x3B, "EndIDPS"), (0x3C, "IDPSStatus"), (0x4B, "GetiPodOptionsForLingo"), (0x4C, "RetiPodOptionsForLingo"),
             (0xEE, "iAP2Detect"),
         ]
         let extended: [(UInt16, String)] = [
             (0x0001, "ACK"),
+            (0x0002, "GetCurrentPlayingTrackChapterInfo"), (0x0003, "ReturnCurrentPlayingTrackChapterInfo"),
+            (0x0012, "RequestProtocolVersion"), (0x0013, "ReturnProtocolVersion"),
+            (0x0014, "RequestiPodName"), (0x0015, "ReturniPodName"),
             (0x0016, "ResetDBSelection"), (0x0017, "SelectDBRecord"),
             (0x0018, "GetNumberCategorizedDBRecords"), (0x0019, "ReturnNumberCategorizedDBRecords"),
             (0x001A, "RetrieveCategorizedDatabaseRecords"), (0x001B, "ReturnCategorizedDatabaseRecord"),
@@ -182,7 +192,7 @@ public enum IAP1Catalog {
             (0x002C, "GetShuffle"), (0x002D, "ReturnShuffle"), (0x002E, "SetShuffle"),
             (0x002F, "GetRepeat"), (0x0030, "ReturnRepeat"), (0x0031, "SetRepeat"),
             (0x0035, "GetNumPlayingTracks"), (0x0036, "ReturnNumPlayingTracks"),
-            (0x0037, "SetCurrentPlayingTrack"),
+            (0x0037, "SetCurrentPlayingTrack"), (0x0038, "SelectSortDBRecord"), (0x003B, "ResetDBSelectionHierarchy"),
         ]
         for (command, name) in general { names[key(0x00, command)] = name }
         for (command, name) in extended { names[key(0x04, command)] = name }
