@@ -80,7 +80,7 @@ public struct TraceDecoder {
         var identified: Bool
         var held: [TraceEvent] = []
         var heldBytes = 0
-        var hid = IAP1HIDReassembler()
+        var hid = IAPHIDReassembler()
         var hidOffset = 0
     }
 

@@ -226,61 +226,6 @@ public enum IAP1Catalog {
     ]
 }
 
-/// Reassembles iAP1 packets from USB HID reports:
-/// `[report id][link control][data]`, link control 0x00 (whole packet),
-/// 0x02 (first of several), 0x03 (middle), 0x01 (last). Reports are padded to
-/// their fixed size, so trailing zero bytes after the last frame are padding.
-public struct IAP1HIDReassembler: Sendable {
-    public enum Output: Hashable, Sendable {
-        /// A complete packet's bytes (one or more frames, possibly padded).
-        case complete([UInt8])
-        /// Waiting for more reports.
-        case pending
-        /// The report could not be used; the reason says why.
-        case rejected(reason: String, bytes: Int)
-    }
-
-    public let maximumLength: Int
-    /// Bytes of partial packets dropped because a new packet began first.
-    public private(set) var abandonedBytes = 0
-    private var buffer: [UInt8] = []
-    private var assembling = false
-
-    public init(maximumLength: Int = 0xFFFF + 8) { self.maximumLength = maximumLength }
-
-    public mutating func append(report: some Collection<UInt8>) -> Output {
-        let report = Array(report)
-        guard report.count >= 2 else { return .rejected(reason: "report shorter than report id and link control", bytes: report.count) }
-        let control = report[1]
-        let data = report[2...]
-        switch control {
-        case 0x00:
-            // A whole packet while another was being assembled: that one was
-            // abandoned by the sender.
-            abandonedBytes += assembling ? buffer.count : 0
-            buffer.removeAll(keepingCapacity: true)
-            assembling = false
-            return .complete(Array(data))
-        case 0x02:
-            abandonedBytes += assembling ? buffer.count : 0
-            buffer.removeAll(keepingCapacity: true)
-            buffer.append(contentsOf: data)
-            assembling = true
-            return .pending
-        case 0x03, 0x01:
-            guard assembling else { return .rejected(reason: "continuation report without a first report", bytes: report.count) }
-            guard buffer.count + data.count <= maximumLength else {
-                buffer.removeAll(keepingCapacity: true)
-                assembling = false
-                return .rejected(reason: "reassembled packet exceeds \(maximumLength) bytes", bytes: report.count)
-            }
-            buffer.append(contentsOf: data)
-            if control == 0x03 { return .pending }
-            assembling = false
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return .complete(buffer)
-        default:
-            return .rejected(reason: "unknown link control byte 0x\(String(control, radix: 16))", bytes: report.count)
-        }
-    }
-}
+/// The HID reassembler's earlier name, from when it served iAP1 traces only.
+@available(*, deprecated, renamed: "IAPHIDReassembler")
+public typealias IAP1HIDReassembler = IAPHIDReassembler

@@ -46,7 +46,7 @@ import Testing
     @Test func hidReportsReassemble() throws {
         // oandrew/ipod hid_test: frame 01 02 03 over three one-byte reports, then a padded whole report.
         let lines = try Fixture("public/oandrew-hid-link-control-split.hex").lines
-        var reassembler = IAP1HIDReassembler()
+        var reassembler = IAPHIDReassembler()
         #expect(reassembler.append(report: lines[0].bytes) == .pending)
         #expect(reassembler.append(report: lines[1].bytes) == .pending)
         #expect(reassembler.append(report: lines[2].bytes) == .complete([1, 2, 3]))
@@ -60,7 +60,7 @@ import Testing
     @Test func capturedHidReportCarriesATransaction() throws {
         // GetiPodOptionsForLingo with transaction 0x0004, zero-padded to its report size.
         let report = try Fixture("public/oandrew-hid-report-getipodoptionsforlingo.hex").first
-        var reassembler = IAP1HIDReassembler()
+        var reassembler = IAPHIDReassembler()
         guard case .complete(let packet) = reassembler.append(report: report) else {
             Issue.record("report not complete")
             return
