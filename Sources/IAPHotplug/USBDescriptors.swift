@@ -10,6 +10,7 @@ public struct USBDescriptors: Hashable, Sendable {
         public var maxPacketSize: UInt16
         public var isIn: Bool { address & 0x80 != 0 }
         public var isBulk: Bool { attributes & 0x03 == 0x02 }
+        public var isInterrupt: Bool { attributes & 0x03 == 0x03 }
     }
 
     public struct Interface: Hashable, Sendable {
@@ -19,16 +20,64 @@ public struct USBDescriptors: Hashable, Sendable {
         public var subclass: UInt8
         public var interfaceProtocol: UInt8
         public var endpoints: [Endpoint] = []
+        /// A HID interface's report descriptor length, from its HID class
+        /// descriptor (type 0x21); nil elsewhere.
+        public var reportDescriptorLength: Int?
 
         /// The iAP interface: vendor specific class 0xFF, subclass 0xF0, protocol 0x00.
         public var isIAP: Bool { interfaceClass == 0xFF && subclass == 0xF0 && interfaceProtocol == 0x00 }
+        public var isHID: Bool { interfaceClass == 0x03 }
         public var bulkIn: Endpoint? { endpoints.first { $0.isBulk && $0.isIn } }
         public var bulkOut: Endpoint? { endpoints.first { $0.isBulk && !$0.isIn } }
+        public var interruptIn: Endpoint? { endpoints.first { $0.isInterrupt && $0.isIn } }
     }
 
     public struct Configuration: Hashable, Sendable {
         public var value: UInt8
         public var interfaces: [Interface] = []
+        /// Whether it holds an audio interface (class 1), as a phone's
+        /// "iPod USB Interface" configuration does.
+        public var hasAudio: Bool { interfaces.contains { $0.interfaceClass == 0x01 } }
+    }
+
+    /// How a device carries iAP, and where (shared USB-HID-FACTS.md §3).
+    public enum IAPAccess: Hashable, Sendable, CustomStringConvertible {
+        /// The bulk "iAP Interface" (class 0xFF, subclass 0xF0, protocol
+        /// 0x00): what an accessory presents after the role switch, and the
+        /// project's lab gadget.
+        case bulk(configuration: UInt8, interface: Interface)
+        /// iAP over HID: a real iPhone or iPod, in the configuration that
+        /// holds its HID interface ("iPod USB Interface", configuration 2 on
+        /// real devices), with an interrupt IN endpoint; output reports go
+        /// by SET_REPORT.
+        case hid(configuration: UInt8, interface: Interface)
+
+        public var configuration: UInt8 {
+            switch self {
+            case .bulk(let configuration, _), .hid(let configuration, _): configuration
+            }
+        }
+        public var interface: Interface {
+            switch self {
+            case .bulk(_, let interface), .hid(_, let interface): interface
+            }
+        }
+        public var description: String {
+            switch self {
+            case .bulk(let configuration, let interface):
+                "bulk iAP interface \(interface.number) in configuration \(configuration)"
+            case .hid(let configuration, let interface):
+                "iAP over HID, interface \(interface.number) in configuration \(configuration)"
+            }
+        }
+    }
+
+    /// Apple's vendor id, and its phones' and iPods' product ids: 0x1200 to
+    /// 0x12FF (Linux's apple-mfi-fastcharge and ADIT's head-unit stack match
+    /// the same range).
+    public static let appleVendorID: UInt16 = 0x05AC
+    public static func isApplePhone(vendorID: UInt16, productID: UInt16) -> Bool {
+        vendorID == appleVendorID && productID & 0xFF00 == 0x1200
     }
 
     public var usbVersion: UInt16 = 0
@@ -47,6 +96,21 @@ public struct USBDescriptors: Hashable, Sendable {
             }
         }
         return nil
+    }
+
+    /// How this device carries iAP: the bulk iAP interface in any
+    /// configuration when it has one (it keeps working as it always did);
+    /// else, on an Apple phone or iPod, its HID interface with an interrupt
+    /// IN endpoint, preferring a configuration that also holds audio (the
+    /// "iPod USB Interface"); nil when neither.
+    public var iapAccess: IAPAccess? {
+        if let (configuration, interface) = iapInterface { return .bulk(configuration: configuration, interface: interface) }
+        guard Self.isApplePhone(vendorID: vendorID, productID: productID) else { return nil }
+        let candidates = configurations.flatMap { configuration in
+            configuration.interfaces.filter { $0.isHID && $0.interruptIn != nil }.map { (configuration, $0) }
+        }
+        guard let (configuration, interface) = candidates.first(where: { $0.0.hasAudio }) ?? candidates.first else { return nil }
+        return .hid(configuration: configuration.value, interface: interface)
     }
 
     public init(_ bytes: some Collection<UInt8>) {
@@ -76,6 +140,13 @@ public struct USBDescriptors: Hashable, Sendable {
                 let endpoint = Endpoint(address: byte(2), attributes: byte(3), maxPacketSize: word(4) & 0x07FF)
                 let last = configurations.count - 1
                 configurations[last].interfaces[configurations[last].interfaces.count - 1].endpoints.append(endpoint)
+            case 0x21 where length >= 9 && !(configurations.last?.interfaces.isEmpty ?? true):
+                // HID class descriptor: bNumDescriptors at 5, then (type, length) pairs; the report descriptor is type 0x22.
+                let last = configurations.count - 1
+                let pairs = min(Int(byte(5)), (length - 6) / 3)
+                for pair in 0..<pairs where byte(6 + 3 * pair) == 0x22 {
+                    configurations[last].interfaces[configurations[last].interfaces.count - 1].reportDescriptorLength = Int(word(7 + 3 * pair))
+                }
             default:
                 break // class-specific, string, BOS and other descriptors are not needed here
             }

@@ -23,6 +23,40 @@ func fixtureBytes(_ name: String) throws -> [UInt8] {
         #expect(iap.interface.bulkOut?.address == 0x02 && iap.interface.bulkOut?.maxPacketSize == 512)
     }
 
+    /// A real iPad's four configurations: no bulk iAP interface anywhere;
+    /// iAP travels over the HID interface of configuration 2.
+    @Test func aRealPhoneCarriesIAPOverHIDInConfigurationTwo() throws {
+        let descriptors = USBDescriptors(try fixtureBytes("ipad-mini-four-configurations.descriptors.hex"))
+        #expect(descriptors.problem == nil)
+        #expect(descriptors.configurations.map(\.value) == [1, 2, 3, 4])
+        #expect(descriptors.iapInterface == nil)
+        guard case .hid(let configuration, let interface) = descriptors.iapAccess else {
+            Issue.record("no HID iAP access found: \(String(describing: descriptors.iapAccess))")
+            return
+        }
+        #expect(configuration == 2 && interface.number == 2)
+        #expect(interface.reportDescriptorLength == 208)
+        #expect(interface.interruptIn?.address == 0x83 && interface.interruptIn?.maxPacketSize == 64)
+        // The PTP configurations' interrupt endpoint 0x83 is no HID interface.
+        #expect(descriptors.configurations[0].interfaces.allSatisfy { !$0.isHID })
+    }
+
+    @Test func aBulkIAPInterfaceIsPreferredAndOnlyApplePhonesAreTakenOverHID() throws {
+        let gadget = USBDescriptors(try fixtureBytes("iapdevkit-gadget-high-speed.descriptors.hex"))
+        guard case .bulk(1, let interface) = gadget.iapAccess else {
+            Issue.record("the lab gadget's bulk interface not chosen: \(String(describing: gadget.iapAccess))")
+            return
+        }
+        #expect(interface.number == 0)
+        var phone = try fixtureBytes("ipad-mini-four-configurations.descriptors.hex")
+        phone[10] = 0x34; phone[11] = 0x12   // product 0x1234: still in Apple's phone range
+        #expect(USBDescriptors(phone).iapAccess?.configuration == 2)
+        phone[11] = 0x02                     // product 0x0234: an Apple keyboard's range, not a phone
+        #expect(USBDescriptors(phone).iapAccess == nil)
+        phone[8] = 0x09; phone[9] = 0x12; phone[11] = 0x12   // another vendor
+        #expect(USBDescriptors(phone).iapAccess == nil)
+    }
+
     /// Phones keep the iAP interface in a later configuration than the one
     /// active at enumeration (often the last of several).
     @Test func theIAPInterfaceIsFoundInAnyConfiguration() {
