@@ -76,7 +76,7 @@ let package = Package(
         // libusb, for the USB host transport only: nothing below IAPUSB needs it.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         // The USB host transport (libusb on a dedicated event thread).
-        .target(name: "IAPUSB", dependencies: ["CLibUSB", "IAPTransport"]),
+        .target(name: "IAPUSB", dependencies: ["CLibUSB", "IAPHotplug", "IAPTransport", "IAPWire", .product(name: "Logging", package: "swift-log")]),
         // Hotplug: udev events read, devices matched, and the supervisor that
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
@@ -143,7 +143,7 @@ let package = Package(
         .testTarget(name: "IAPWireTests", dependencies: ["IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPDemo", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
-        .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport"]),
+        .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport", "IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPLegacyTests", dependencies: ["IAPLegacy", "IAPRoles", "IAPSession", "IAPWire", "IAPLink", "IAPDemo"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"], exclude: ["Fixtures"]),

@@ -1,5 +1,6 @@
 import IAPTransport
 import IAPUSB
+import IAPWire
 
 extension TransportSpec {
     /// Opens the transport this spec names, as every `iapctl` command does:
@@ -15,7 +16,9 @@ extension TransportSpec {
 
     /// Opens the transport; for `loopback`, both ends of an in-memory wire
     /// (the second for the other role), otherwise the one transport and nil.
-    public func openPair() -> (any Transport, (any Transport)?) {
+    /// `hidReportLength`: for a phone reached over USB HID, how many bytes
+    /// each SET_REPORT carries (`IAPHIDReportWriter.LengthForm`).
+    public func openPair(hidReportLength: IAPHIDReportWriter.LengthForm = .full) -> (any Transport, (any Transport)?) {
         switch self {
         case .loopback:
             let instant = WireFaults(delay: .zero)
@@ -28,7 +31,7 @@ extension TransportSpec {
         case .serial(let path, let baud):
             return (SerialTransport.open(path: path, baud: baud), nil)
         case .usb(let vendor, let product):
-            return (USBHostTransport(selector: USBDeviceSelector(vendorID: vendor, productID: product)), nil)
+            return (USBHostTransport(selector: USBDeviceSelector(vendorID: vendor, productID: product), hidLengthForm: hidReportLength), nil)
         }
     }
 }

@@ -13,6 +13,8 @@ import IAPWire
 import Logging
 import Synchronization
 
+extension IAPHIDReportWriter.LengthForm: ExpressibleByArgument {}
+
 /// `--transport` values: a value that does not parse says what is wrong with it.
 func parseTransport(_ argument: String) throws -> TransportSpec {
     do {
@@ -31,11 +33,15 @@ struct TransportOptions: ParsableArguments {
                                valueName: "file.pcapng"))
     var trace: String?
 
+    @Option(help: ArgumentHelp("With usb: and a phone that carries iAP over HID (a real iPhone or iPod): how many bytes each SET_REPORT carries. full: the report id and the report's declared size (the HID specification's form; what a real Pioneer head unit sends). count: the declared size with the id inside it (ADIT's head-unit stack). Try the other when the phone refuses reports.",
+                               valueName: "form"), completion: .list(IAPHIDReportWriter.LengthForm.allCases.map(\.rawValue)))
+    var hidReportLength: IAPHIDReportWriter.LengthForm = .full
+
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
 
     /// Opens the transport (both ends for loopback), this end recorded when --trace asks.
     func open(as kind: EndKind) throws -> (Transport, Transport?) {
-        let (transport, other) = self.transport.openPair()
+        let (transport, other) = self.transport.openPair(hidReportLength: hidReportLength)
         guard let trace else { return (transport, other) }
         return (try TraceFile(path: trace).recording(transport, as: kind), other)
     }
