@@ -52,7 +52,7 @@ public struct AgainstSuite: Sendable {
             return results
         }
         let up = await probe.waitUp(linkTimeout)
-        finish("garbage-before-syn", up ? [] : ["the link did not come up after 300 stale bytes"], up ? "link up after stale bytes" : "")
+        finish("garbage-before-syn", up ? [] : ["the link did not come up after 300 stale bytes: \(probe.failureText)"], up ? "link up after stale bytes" : "")
         guard up, let link = probe.driver.negotiated else {
             finish("detect", ["no link: \(probe.failureText)"], "")
             return results
@@ -131,6 +131,8 @@ final class Probe: Sendable {
     private let state = Mutex<(ups: Int, failure: String?, answers: [UInt32: [ParameterList]], writes: [[UInt8]], control: UInt8?)>((0, nil, [:], [], nil))
     private let channel = Mutex(ControlChannel())
     private let reader = Mutex<Task<Void, Never>?>(nil)
+    /// The transport has closed (or could not be opened): no wait can end well.
+    private let transportClosed = Mutex(false)
 
     init(transport: Transport) {
         var configuration = LinkConfiguration(role: .accessory)
@@ -178,16 +180,19 @@ final class Probe: Sendable {
             }
         case .transportClosed(let reason):
             state.withLock { $0.failure = "the transport closed: \(reason)" }
+            transportClosed.withLock { $0 = true }
         default:
             break
         }
     }
 
-    /// Waits until the link has come up `count` times.
+    /// Waits until the link has come up `count` times; false at once when
+    /// the transport has closed (a connection refused waited out the timeout).
     func waitUp(_ timeout: Duration, count: Int = 1) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if state.withLock({ $0.ups }) >= count && driver.isUp { return true }
+            if transportClosed.withLock({ $0 }) { return false }
             try? await Task.sleep(for: .milliseconds(5))
         }
         return false

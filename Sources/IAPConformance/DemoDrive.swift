@@ -1,3 +1,4 @@
+import IAPDemo
 import IAPLink
 import IAPRoles
 import IAPTransport
@@ -23,7 +24,7 @@ public enum DemoDrive {
         public var description: String {
             var lines = [
                 "connections: \(connections), disconnections: \(disconnections)",
-                "now playing: \(title ?? "nothing") (\(state)), repeat \(repeatMode), shuffle \(shuffleMode), rate \(rate)",
+                "now playing: \(title ?? "nothing") (\(state)), repeat \(repeatMode), shuffle \(MediaEventText.word(for: shuffleMode)), rate \(rate)",
                 "controls: \(radioControls ? "radio" : "standard")",
                 "tabs: \(tabs.joined(separator: " | "))",
                 "recently played: \(recentlyPlayed.joined(separator: ", "))",

@@ -34,20 +34,49 @@ public enum MediaEventText {
             return "\(container): \(state?.items.count ?? 0) of \(state?.totalCount ?? 0) rows: " + rows.joined(separator: "; ")
         case .browseFailed(let container, let status, let reason): return "\(container.isEmpty ? "root" : container) failed (\(status)): \(reason)"
         case .selection(let item, let status): return "selected \(item): \(status)"
-        case .commandStatus(let command, let status): return "\(command.kind): \(status)"
+        case .commandStatus(let command, let status):
+            return "\(command.kind): \(status)" + (status == .success ? "" : " (\(whyRefused(command, headUnit: headUnit)))")
         case .nowPlaying(let info):
             let model = headUnit.nowPlaying
             let elapsed = model.elapsedIsValid ? "\(model.elapsed(at: now) / 1000) s" : "? s"
             let flagged = Set(model.outOfRange.map(\.attribute))
             let state = flagged.contains(.playbackStatus) || flagged.contains(.playbackState) && info.state == .unknown ? "state ?" : "\(info.state)"
             let repeatMode = flagged.contains(.repeatMode) ? "?" : "\(info.repeatMode)"
-            let shuffleMode = flagged.contains(.shuffleMode) ? "?" : "\(info.shuffleMode)"
+            let shuffleMode = flagged.contains(.shuffleMode) ? "?" : word(for: info.shuffleMode)
             return "now playing: \(info.title ?? "nothing") — \(info.artist ?? "") [\(state), \(elapsed) of \((info.durationMilliseconds ?? 0) / 1000) s, rate \(info.playbackRate), repeat \(repeatMode), shuffle \(shuffleMode)\(info.artworkTransferID.map { ", artwork file \($0)" } ?? "")]"
                 + outOfRangeSuffix(model)
         case .queue(let queue):
             return "up next (\(queue.status)): " + queue.items.map { ($0.playingIndicator != .none ? "▶ " : "") + $0.text }.joined(separator: ", ")
         case .image(let image, let status, let transfer): return "image \(image): \(status)\(transfer.map { ", file transfer \($0)" } ?? "")"
         }
+    }
+
+    /// A shuffle mode in the shell's words (`shuffle off|songs|albums`),
+    /// not the protocol's (items, collections).
+    public static func word(for mode: ShuffleMode) -> String {
+        switch mode {
+        case .off: "off"
+        case .items: "songs"
+        case .collections: "albums"
+        }
+    }
+
+    /// What the head unit can tell of why the phone refused a command (the
+    /// answer carries a status only): a command the phone does not offer,
+    /// a position past the end of the track, nothing playing.
+    static func whyRefused(_ command: RemoteCommand, headUnit: HeadUnitMediaRole) -> String {
+        let kind = command.kind
+        let offered = headUnit.advertised.first { $0.kind == kind }
+        if headUnit.hasCommandSet, offered == nil {
+            return "the phone does not offer \(kind) now; `buttons` shows what it offers"
+        }
+        if offered?.enabled == false { return "the phone offers \(kind) but has it disabled now" }
+        let info = headUnit.nowPlaying.info
+        if info.title == nil { return "nothing is playing" }
+        if case .changePlaybackPosition(let position) = command, let duration = info.durationMilliseconds, position > duration {
+            return "\(position / 1000) s is past the end of the track, which is \(duration / 1000) s long"
+        }
+        return "the phone gave no reason"
     }
 
     /// The now-playing line, with the elapsed time computed for `now`.

@@ -5,6 +5,7 @@ import IAPEndpoint
 import IAPKit
 import IAPTrace
 import IAPTransport
+import Synchronization
 
 struct Conformance: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,7 +52,7 @@ struct Conformance: AsyncParsableCommand {
             completion: .list(ConformanceCase.all.map(\.name)))
     var cases: [String] = []
 
-    @Option(help: "Seed for the fault injection.")
+    @Option(parsing: .unconditional, help: "Seed for the fault injection (0 to 18446744073709551615).", transform: parseSeed)
     var seed: UInt64 = 1
 
     @Flag(help: "List the cases and what each checks.")
@@ -61,7 +62,7 @@ struct Conformance: AsyncParsableCommand {
     var json = false
 
     @Option(help: ArgumentHelp("Run the real-time cases against another implementation over this transport (\(TransportSpec.forms); loopback: against this project's own other end).",
-                               valueName: "transport"), transform: parseTransport)
+                               valueName: "transport"), completion: transportCompletions, transform: parseTransport)
     var against: TransportSpec?
 
     @Option(name: .customLong("as"), help: ArgumentHelp("With --against: which end this project plays, head-unit (accessory end: link and session cases) or phone (device end: session cases).",
@@ -125,8 +126,15 @@ extension Conformance {
         let names = (end == .headUnit ? AgainstSuite.caseNames : []) + SessionConformance.caseNames(as: end)
         let width = names.map(\.count).max() ?? 0
         let json = self.json
-        if !json { print("case".padding(to: width) + "  result  elapsed       notes (against \(spec), this project as the \(end.rawValue))") }
+        // A transport that cannot be opened (nothing listening, no such device) is one error, not a table of failed cases.
+        let opening = OpeningWatch()
+        let header = OnceSet()
         let report: @Sendable (ConformanceResult) -> Void = { result in
+            guard opening.failure == nil else { return }
+            if !json && !header.isSet {
+                header.set()
+                print("case".padding(to: width) + "  result  elapsed       notes (against \(spec), this project as the \(end.rawValue))")
+            }
             if json {
                 print(ConformanceJSON.line(result))
             } else {
@@ -137,13 +145,13 @@ extension Conformance {
         var results: [ConformanceResult] = []
         if end == .headUnit {
             // The link-level cases probe with pings, which both ends answer at any stage of the session.
-            results += try await withCounterpart(spec, kind: .phone, authentication: .off) { transport in
+            results += try await withCounterpart(spec, kind: .phone, authentication: .off, opening: opening) { transport in
                 await AgainstSuite(transport: transport).run(seed: seed, report: report)
             }
         }
         let ours = try authentication.endpointAuthentication(for: end)
         let theirs = try authentication.endpointAuthentication(for: end == .phone ? .headUnit : .phone)
-        results += try await withCounterpart(spec, kind: end == .phone ? .headUnit : .phone, authentication: theirs) { transport in
+        results += try await withCounterpart(spec, kind: end == .phone ? .headUnit : .phone, authentication: theirs, opening: opening) { transport in
             await SessionConformance(kind: end, transport: transport, authentication: ours).run(seed: seed, report: report)
         }
         let passed = results.filter(\.passed).count
@@ -157,21 +165,83 @@ extension Conformance {
     }
 
     /// Opens a fresh connection for one suite; for loopback, this project's
-    /// other end runs as the counterpart.
-    private func withCounterpart(_ spec: TransportSpec, kind: EndKind, authentication: EndpointAuthentication,
+    /// other end runs as the counterpart. A transport that could not be
+    /// opened ends the command with its reason (`opening` keeps it).
+    private func withCounterpart(_ spec: TransportSpec, kind: EndKind, authentication: EndpointAuthentication, opening: OpeningWatch,
                                  _ body: (Transport) async -> [ConformanceResult]) async throws -> [ConformanceResult] {
-        let (transport, other) = spec.openPair()
+        let (opened, other) = spec.openPair()
+        let transport = opening.watching(opened)
         let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, app: kind == .phone ? SampleApp() : nil, authentication: authentication, logger: .discarding("endpoint")) }
         try counterpart?.start()
         let loop = Task { [counterpart] in await counterpart?.run() }
         let results = await body(transport)
         await counterpart?.driver.close()
         loop.cancel()
+        if let failure = opening.failure { throw CommandFailure(message: "\(failure.description) (no conformance case ran)") }
         return results
     }
 }
 
+/// Tells a transport that could not be opened (a connection refused, no
+/// such device, a port in use) from one that opened and then ended: the
+/// first is the command's error, the second is what the cases check.
+final class OpeningWatch: Sendable {
+    private let state = Mutex<TransportError?>(nil)
+
+    /// Why the transport could not be opened, if it could not.
+    var failure: TransportError? { state.withLock { $0 } }
+
+    func watching(_ transport: Transport) -> Transport { WatchedTransport(inner: transport, watch: self) }
+
+    fileprivate func failed(_ error: TransportError) { state.withLock { $0 = $0 ?? error } }
+}
+
+/// Passes everything through, and reports to its watch a transport that
+/// fails to start or closes, before a byte arrived, for another reason than
+/// an orderly close.
+private final class WatchedTransport: Transport {
+    let inner: Transport
+    let watch: OpeningWatch
+    private let received = Mutex(false)
+
+    init(inner: Transport, watch: OpeningWatch) {
+        self.inner = inner
+        self.watch = watch
+    }
+
+    var name: String { inner.name }
+    var acceptsCoalescedWrites: Bool { inner.acceptsCoalescedWrites }
+
+    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        do {
+            try inner.start { [self] event in
+                switch event {
+                case .received: received.withLock { $0 = true }
+                case .closed(let error):
+                    if error.kind != .closed, !received.withLock({ $0 }) { watch.failed(error) }
+                }
+                handler(event)
+            }
+        } catch {
+            watch.failed(error)
+            throw error
+        }
+    }
+
+    func write(_ bytes: [UInt8]) { inner.write(bytes) }
+    func close() { inner.close() }
+}
+
 extension EndKind: ExpressibleByArgument {}
+
+/// `--seed` values. Read unconditionally (ArgumentParser would take "-1"
+/// for an option and say the value is missing): a value out of range says so.
+func parseSeed(_ text: String) throws -> UInt64 {
+    if let seed = UInt64(text) { return seed }
+    let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+    let isWholeNumber = !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
+    throw ValidationError((isWholeNumber ? "out of range" : "not a number") + ": a seed is a whole number from 0 to \(UInt64.max)")
+}
 
 enum ConformanceJSON {
     static func line(_ result: ConformanceResult) -> String {

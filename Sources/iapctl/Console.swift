@@ -78,6 +78,7 @@ struct ConsoleLogHandler: LogHandler {
 struct LoggingOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Log messages at this level and above on standard error: trace, debug, info (the default), notice, warning, error, critical.",
                                valueName: "level"),
+            completion: .list(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
             transform: { text in
                 guard let level = Logger.Level(rawValue: text.lowercased()) else {
                     throw ValidationError("'\(text)' is not a log level: use trace, debug, info, notice, warning, error or critical")

@@ -65,7 +65,7 @@ struct Decode: ParsableCommand {
     @Flag(help: "Print counts per message and per problem instead of every packet (one JSON object with --json).")
     var stats = false
 
-    @Option(help: ArgumentHelp("Refuse link packets longer than this many bytes (9...65535).", valueName: "bytes"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Refuse link packets longer than this many bytes (9...65535).", valueName: "bytes"))
     var maxPacketLength: Int = LinkPacket.maximumLength
 
     func validate() throws {
@@ -81,11 +81,13 @@ struct Decode: ParsableCommand {
         var output = OutputBuffer()
         var statistics = TraceStatistics()
         let name = file.map { $0 == "-" ? "standard input" : $0 } ?? SampleTrace.name
+        // iAP traffic found (events other than skipped bytes), and the events that skipped bytes.
         var found = 0
+        var skipped = 0
         // Plain copies: reading the flags' property wrappers for every event costs.
         let stats = self.stats, json = self.json
         let emit: (TraceEvent) -> Void = { event in
-            found += 1
+            if case .skipped = event.body { skipped += 1 } else { found += 1 }
             if stats {
                 statistics.record(event)
             } else if json {
@@ -141,7 +143,8 @@ struct Decode: ParsableCommand {
         } else if found == 0 {
             let ignored = input.decoder.unidentifiedBytes
             printError("warning: no iAP traffic in \(name)"
-                       + (ignored > 0 ? " (\(TraceText.counted(ignored, "byte")) on USB endpoints that carried none)" : ""))
+                       + (ignored > 0 ? " (\(TraceText.counted(ignored, "byte")) on USB endpoints that carried none)" : "")
+                       + (skipped > 0 ? ": only input skipped, at \(TraceText.counted(skipped, "place")) (the reasons are on standard output)" : ""))
         }
     }
 }

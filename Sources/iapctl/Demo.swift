@@ -36,7 +36,7 @@ struct Demo: ParsableCommand {
     @Flag(help: "Run over a faulty wire: 10% loss, 5% duplication, 5% reordering, 3% corruption, 10% fragmentation, each way.")
     var faults = false
 
-    @Option(help: "Seed for the faults.")
+    @Option(parsing: .unconditional, help: "Seed for the faults (0 to 18446744073709551615).", transform: parseSeed)
     var seed: UInt64 = 1
 
     @Option(help: ArgumentHelp("Where to write the drive's usbmon pcapng trace (a relative path is in the current directory).",
@@ -48,6 +48,10 @@ struct Demo: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        // Created first: a trace that cannot be written fails before the drive, not after it.
+        let traceFile = open(trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard traceFile >= 0 else { throw CommandFailure(message: "cannot create the trace \(trace): \(Errno(rawValue: errno).description)") }
+        defer { close(traceFile) }
         var wire = WireFaults.none
         if faults {
             wire = WireFaults(loss: 0.10, duplication: 0.05, reordering: 0.05, corruption: 0.03)
@@ -70,7 +74,7 @@ struct Demo: ParsableCommand {
         output.line("final state:")
         for line in final.description.split(separator: "\n") { output.line("  " + line) }
         do {
-            try writeTrace(simulation, to: trace)
+            try writeTrace(simulation, to: traceFile)
             output.line("trace: \(trace) (\(simulation.link.wireLog.count) transfers; read it with `iapctl decode \(trace)`)")
         } catch {
             output.line("trace: not written: \(error)")
@@ -83,21 +87,18 @@ struct Demo: ParsableCommand {
 
     /// The head unit is the USB host: its writes are bulk OUT on endpoint
     /// 0x01, the phone's arrive as bulk IN on 0x81.
-    func writeTrace(_ simulation: MediaSimulator, to path: String) throws {
+    func writeTrace(_ simulation: MediaSimulator, to fd: Int32) throws {
         var writer = UsbmonPcapngWriter()
         let epoch: Int64 = 1_763_700_000_000_000
         for entry in simulation.link.wireLog {
             writer.bulkTransfer(device: 5, endpoint: entry.role == .accessory ? 0x01 : 0x81, data: entry.bytes,
                                 timestampMicroseconds: epoch + entry.time.nanoseconds / 1000)
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot create \(path): \(Errno(rawValue: errno).description)") }
-        defer { close(fd) }
         let bytes = writer.bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            guard written > 0 else { throw CommandFailure(message: "cannot write \(path): \(Errno(rawValue: errno).description)") }
+            guard written > 0 else { throw CommandFailure(message: "cannot write \(trace): \(Errno(rawValue: errno).description)") }
             offset += written
         }
     }

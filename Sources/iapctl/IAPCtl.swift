@@ -33,7 +33,18 @@ struct IAPCtl: AsyncParsableCommand {
 
     static func main() async {
         keepFreedMemory()
+        if let word = CommandLine.arguments.dropFirst().first, let problem = unknownCommand(word) {
+            exit(withError: ValidationError(problem))
+        }
         await main(nil)
+    }
+
+    /// The first word when it names no command (ArgumentParser would call
+    /// it an "unexpected argument"): what it is and what the commands are.
+    static func unknownCommand(_ word: String) -> String? {
+        let names = configuration.subcommands.map { $0._commandName }
+        guard !word.hasPrefix("-"), word != "help", !names.contains(word) else { return nil }
+        return "unknown command '\(word)'; the commands are: \(names.joined(separator: ", "))"
     }
 
     /// glibc hands freed memory at the top of a thread's heap back to the

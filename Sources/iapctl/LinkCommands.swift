@@ -24,9 +24,12 @@ func parseTransport(_ argument: String) throws -> TransportSpec {
     }
 }
 
+/// What shell completion offers for a transport: each form, with an example address.
+let transportCompletions: CompletionKind = .list(["loopback", "tcp:127.0.0.1:7000", "tcp-listen:127.0.0.1:7000", "serial:/dev/ttyUSB0@115200", "usb:auto"])
+
 struct TransportOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How to reach the other end: \(TransportSpec.forms). With loopback both ends run in this process.",
-                               valueName: "transport"), transform: parseTransport)
+                               valueName: "transport"), completion: transportCompletions, transform: parseTransport)
     var transport: TransportSpec = .loopback
 
     @Option(help: ArgumentHelp("Also write this end's traffic to a usbmon pcapng file as it happens (read it with `iapctl decode`).",
@@ -49,7 +52,7 @@ struct TransportOptions: ParsableArguments {
 
 /// How `phone` and `head-unit` serve `tcp-listen:` connections.
 struct ServingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("With tcp-listen: close a connection on which no link has been up for this many seconds (since it was accepted, or since its link went down), and serve the next peer. A peer that connects and says nothing, or stops without closing, would otherwise hold the listener. 0: never.",
+    @Option(parsing: .unconditional, help: ArgumentHelp("With tcp-listen: close a connection on which no link has been up for this many seconds (since it was accepted, or since its link went down), and serve the next peer. A peer that connects and says nothing, or stops without closing, would otherwise hold the listener. 0: never.",
                                valueName: "seconds"))
     var idleLimit: Double = 60
 
@@ -308,7 +311,7 @@ struct HeadUnit: AsyncParsableCommand {
           repeat off|one|all, shuffle off|songs|albums, rate
           like, unlike, dislike, bookmark
           queue [more], np, watch [SECONDS], art N, buttons, help, quit
-          press BUTTON          the steering wheel (HID): play-pause, next, prev, …
+          press BUTTON          the steering wheel (HID): play-pause, next, prev, ...
 
         At a terminal the shell has a prompt, line editing, history and tab
         completion. A script waits for the answers to each line (and for a watch

@@ -137,6 +137,72 @@ import Testing
         #expect(outcome.stderrLines == ["warning: no iAP traffic in \(capture.path) (31 bytes on USB endpoints that carried none)"])
     }
 
+    /// Input with no iAP in it decodes to skipped bytes only; standard error
+    /// says there was no iAP traffic, as `decode --help` promises (it said
+    /// nothing once the skipped bytes had been printed).
+    @Test func decodingInputWithOnlySkippedBytesWarns() throws {
+        let raw = try Self.temporaryFile("noise.bin", [0x00, 0x13, 0x37, 0xC0, 0xDE, 0x00, 0x42, 0x99])
+        let outcome = try Self.run(["decode", raw.path])
+        #expect(outcome.status == 0)
+        #expect(outcome.stdoutLines.count == 1 && outcome.stdout.contains("skipped 8 bytes: garbage"), "\(outcome.stdout)")
+        #expect(outcome.stderrLines == ["warning: no iAP traffic in \(raw.path): only input skipped, at 1 place (the reasons are on standard output)"])
+        let text = try Self.temporaryFile("notes.txt", Array("hello world\n".utf8))
+        let hex = try Self.run(["decode", text.path, "--stats"])
+        #expect(hex.status == 0)
+        #expect(hex.stdout.contains("unreadable hex lines: 1"), "\(hex.stdout)")
+        #expect(hex.stderrLines == ["warning: no iAP traffic in \(text.path): only input skipped, at 1 place (the reasons are on standard output)"])
+    }
+
+    // MARK: conformance
+
+    /// Nothing listening: one line saying so, no table. It took the whole
+    /// link timeout (10 s) and printed six failed cases with wrong notes
+    /// and one pass.
+    @Test func conformanceAgainstNothingListeningSaysItCannotConnect() throws {
+        let port = try ServingTests.freePort()
+        for arguments in [["conformance", "--against", "tcp:127.0.0.1:\(port)"],
+                          ["conformance", "--against", "tcp:127.0.0.1:\(port)", "--as", "phone", "--json"]] {
+            let outcome = try Self.run(arguments)
+            #expect(outcome.status == 1, "\(arguments)")
+            #expect(outcome.stdout.isEmpty, "\(arguments): \(outcome.stdout)")
+            #expect(outcome.stderrLines == ["Error: tcp:127.0.0.1:\(port): cannot connect: Connection refused (no conformance case ran)"],
+                    "\(arguments): \(outcome.stderr)")
+        }
+    }
+
+    // MARK: usage mistakes
+
+    /// A word that names no command was an "unexpected argument".
+    @Test func anUnknownCommandIsNamedWithTheCommands() throws {
+        let outcome = try Self.run(["frob"])
+        #expect(outcome.status == 64)
+        #expect(outcome.stderrLines.first == "Error: unknown command 'frob'; the commands are: demo, decode, conformance, phone, head-unit, ping, gadget, devices, monitor, supervise",
+                "\(outcome.stderr)")
+    }
+
+    /// ArgumentParser took "-1" for an option and said the value was missing.
+    @Test func negativeNumbersAreOutOfRangeNotMissing() throws {
+        let seed = try Self.run(["demo", "--seed", "-1"])
+        #expect(seed.status == 64)
+        #expect(seed.stderrLines.first == "Error: The value '-1' is invalid for '--seed <seed>': out of range: a seed is a whole number from 0 to 18446744073709551615",
+                "\(seed.stderr)")
+        let conformance = try Self.run(["conformance", "--seed", "-7"])
+        #expect(conformance.stderr.contains("out of range: a seed is a whole number"), "\(conformance.stderr)")
+        let idle = try Self.run(["phone", "--idle-limit", "-1"])
+        #expect(idle.status == 64)
+        #expect(idle.stderr.contains("--idle-limit must be 0 or more seconds"), "\(idle.stderr)")
+        #expect(!idle.stderr.contains("Missing value"), "\(idle.stderr)")
+    }
+
+    /// The drive ran to its end before saying the trace could not be written.
+    @Test func demoChecksItsTracePathBeforeTheDrive() throws {
+        let outcome = try Self.run(["demo", "--trace", "/nonexistent-\(UUID().uuidString)/x.pcapng"])
+        #expect(outcome.status == 1)
+        #expect(outcome.stdout.isEmpty, "the drive ran: \(outcome.stdout.prefix(200))")
+        #expect(outcome.stderrLines.count == 1 && outcome.stderr.hasPrefix("Error: cannot create the trace /nonexistent-"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("No such file or directory"), "\(outcome.stderr)")
+    }
+
     // MARK: shell completion
 
     /// bash's completion as generated: case names for `conformance --case`, file names for `decode`.
@@ -165,5 +231,10 @@ import Testing
         }
         #expect(try complete(["iapctl", "conformance", "--case", "eak"]) == "eak-recovery\n")
         #expect(try complete(["iapctl", "decode", "capt"]) == "capture.pcapng\n")
+        // Values for the options that had none.
+        #expect(try complete(["iapctl", "head-unit", "--transport", "tcp"]) == "tcp:127.0.0.1:7000\ntcp-listen:127.0.0.1:7000\n")
+        #expect(try complete(["iapctl", "conformance", "--against", "lo"]) == "loopback\n")
+        #expect(try complete(["iapctl", "phone", "--log-level", "w"]) == "warning\n")
+        #expect(try complete(["iapctl", "supervise", "--role", "ph"]) == "phone\n")
     }
 }

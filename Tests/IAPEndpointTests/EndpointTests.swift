@@ -73,6 +73,19 @@ func runUntilOneStops(_ endpoints: [MediaEndpoint], timeout: Duration) async {
         #expect(log.all.contains { $0.contains("no row 99 here") })
         #expect(shell.mistakes == 2, "a script with these lines fails at its end; `play` alone (the play command), `ls` and `quit` are not mistakes")
     }
+
+    /// A refused command says what the head unit can tell of why (the
+    /// phone's answer is a bare status), and shuffle is told back in the
+    /// shell's words: `shuffle songs` came back as "shuffle items".
+    @Test func refusedCommandsSayWhyAndShuffleKeepsTheShellsWords() async throws {
+        let (_, _, log, _) = try await drive(["cd 1", "cd 2", "play 2", "like", "seek 99999", "shuffle songs", "np", "quit"])
+        let lines = log.all
+        #expect(lines.contains("head unit: like: command_failed (the phone does not offer like now; `buttons` shows what it offers)"), "\(lines.suffix(12))")
+        #expect(lines.contains("head unit: change_playback_position: command_failed (99999 s is past the end of the track, which is 562 s long)"), "\(lines.suffix(12))")
+        let shuffled = lines.last { $0.hasPrefix("head unit: now playing: So What") && $0.contains("shuffle") }
+        #expect(shuffled?.contains("shuffle songs") == true, "\(shuffled ?? "no now-playing line")")
+        #expect(!lines.contains { $0.contains("shuffle items") })
+    }
 }
 
 @Suite struct EndpointOutgoingTests {
