@@ -95,18 +95,42 @@ public enum UdevUSB {
     /// The sysfs `descriptors` file holds binary bytes (NULs included), so it
     /// is read as a file, at most 64 KiB.
     static func readDescriptors(_ path: String) -> USBDescriptors? {
+        readBinary(path, limit: 65536).map { USBDescriptors($0) }
+    }
+
+    /// A binary sysfs file, at most `limit` bytes; nil when it cannot be opened.
+    static func readBinary(_ path: String, limit: Int) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 65536 {
+        while bytes.count < limit {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
-            bytes += chunk[..<count]
+            bytes += chunk[..<min(count, limit - bytes.count)]
         }
-        return USBDescriptors(bytes)
+        return bytes
+    }
+}
+
+extension UdevUSBDevice {
+    /// A HID interface's report descriptor as the kernel read it: there
+    /// only while the interface's configuration is active and a HID driver
+    /// holds it (`<device>/<port>:<configuration>.<interface>/<hid device>/report_descriptor`).
+    public func hidReportDescriptor(configuration: UInt8, interface: UInt8, limit: Int) -> [UInt8]? {
+        guard activeConfiguration == configuration, let port = info.syspath.split(separator: "/").last else { return nil }
+        let directory = "\(info.syspath)/\(port):\(configuration).\(interface)"
+        guard let entries = opendir(directory) else { return nil }
+        defer { closedir(entries) }
+        while let entry = readdir(entries) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // HID devices are named BUS:VENDOR:PRODUCT.INSTANCE, e.g. 0003:05AC:12A8.0001.
+            guard name.split(separator: ":").count == 3, name.contains(".") else { continue }
+            if let bytes = UdevUSB.readBinary("\(directory)/\(name)/report_descriptor", limit: limit) { return bytes }
+        }
+        return nil
     }
 }
 

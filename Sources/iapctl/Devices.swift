@@ -5,6 +5,7 @@ import Glibc
 import IAPHotplug
 import IAPTrace
 import IAPUdev
+import IAPWire
 
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,8 +13,11 @@ struct Devices: ParsableCommand {
         discussion: """
         Lists devices with Apple's vendor id, the project's test hardware
         (1209:0001) or an iAP interface (class 0xFF, subclass 0xF0, protocol
-        0x00) in any configuration: bus and address, ids, strings, speed, the iAP
-        interface with its bulk endpoints, the transport name to pass to
+        0x00) in any configuration: bus and address, ids, strings, speed, how it
+        carries iAP (the bulk iAP interface with its endpoints, or, on an Apple
+        phone, iAP over HID: the HID interface, its configuration, which is
+        selected when the device is opened, and its report sizes when the kernel
+        has read them), the transport name to pass to
         `--transport`, and whether this user may open the device node (with the
         fix when not). `--all` lists every USB device. A last line says how many
         were found.
@@ -22,7 +26,10 @@ struct Devices: ParsableCommand {
         vendor_id, product_id (four hex digits), manufacturer, product, serial,
         speed_mbps, devnode, active_configuration, matches (the supervisor would
         take it), iap_interface (configuration, interface, endpoint_in,
-        endpoint_out, max_packet_size, or null), transport, access, access_problem;
+        endpoint_out, max_packet_size, or null; with kind "bulk" or "hid", and for
+        hid also report_descriptor_length, input_reports and output_reports, each
+        a list of {id, count} or null until the kernel has read the descriptor),
+        transport, access, access_problem;
         the count goes to standard error.
 
         The exit status is 1 when USB devices cannot be listed here (no
@@ -79,7 +86,7 @@ struct Monitor: AsyncParsableCommand {
     @Flag(help: "One JSON object per event per line.")
     var json = false
 
-    @Option(parsing: .unconditional, help: "Stop after this many events (present devices included).")
+    @Option(help: "Stop after this many events (present devices included).")
     var count: Int?
 
     func validate() throws {
@@ -147,7 +154,16 @@ enum USBHost {
 
 extension UdevUSBDevice {
     /// A device the stack would talk to: a known vendor/product or an iAP interface.
-    var isCandidate: Bool { DeviceMatcher.iapDevices.matches(info) || descriptors?.iapInterface != nil }
+    var isCandidate: Bool { DeviceMatcher.iapDevices.matches(info) || descriptors?.iapAccess != nil }
+
+    /// The reports of a HID iAP interface, when the kernel has read its
+    /// report descriptor (its configuration active, a HID driver holding
+    /// it); otherwise the transport reads them when it opens the device.
+    func hidReports(configuration: UInt8, interface: UInt8) -> Result<IAPHIDReports, WireError>? {
+        guard let bytes = hidReportDescriptor(configuration: configuration, interface: interface, limit: IAPHIDReports.maximumDescriptorLength)
+        else { return nil }
+        do { return .success(try IAPHIDReports(descriptor: bytes)) } catch { return .failure(error) }
+    }
 
     var transportName: String? {
         guard let vendor = info.vendorID, let product = info.productID else { return nil }
@@ -162,7 +178,7 @@ enum USBDeviceText {
         if devices.isEmpty { return "no USB devices found" }
         let total = TraceText.counted(devices.count, "USB device")
         if all {
-            let iap = devices.filter { $0.descriptors?.iapInterface != nil }.count
+            let iap = devices.filter { $0.descriptors?.iapAccess != nil }.count
             return "\(total), \(iap == 0 ? "none" : String(iap)) with an iAP interface"
         }
         if shown.isEmpty { return "no iAP devices among \(total) (--all lists them)" }
@@ -180,14 +196,29 @@ enum USBDeviceText {
         let name = [device.manufacturer, device.product].compactMap { $0 }.joined(separator: " ")
         if !name.isEmpty { parts.append(name + (device.serial.map { " (serial \($0))" } ?? "")) }
         if let speed = device.speed { parts.append("\(speed) Mbit/s") }
-        if let (configuration, interface) = device.descriptors?.iapInterface, let input = interface.bulkIn, let output = interface.bulkOut {
-            parts.append("iAP interface \(interface.number) in configuration \(configuration): bulk IN 0x\(hex2(input.address)), OUT 0x\(hex2(output.address)), \(input.maxPacketSize)-byte packets")
-        } else {
+        switch device.descriptors?.iapAccess {
+        case .bulk(let configuration, let interface)?:
+            if let input = interface.bulkIn, let output = interface.bulkOut {
+                parts.append("bulk iAP interface \(interface.number) in configuration \(configuration): bulk IN 0x\(hex2(input.address)), OUT 0x\(hex2(output.address)), \(input.maxPacketSize)-byte packets")
+            }
+        case .hid(let configuration, let interface)?:
+            var text = "iAP over HID: interface \(interface.number) in configuration \(configuration)"
+            if let active = device.activeConfiguration, active != configuration { text += " (active: \(active); selected when opened)" }
+            if let input = interface.interruptIn { text += ", interrupt IN 0x\(hex2(input.address))" }
+            if let length = interface.reportDescriptorLength { text += ", report descriptor \(length) bytes" }
+            switch device.hidReports(configuration: configuration, interface: interface.number) {
+            case .success(let reports)?:
+                text += ", reports in \(reports.input.map(\.description).joined(separator: " ")), out \(reports.output.map(\.description).joined(separator: " "))"
+            case .failure(let error)?: text += ", its report descriptor offers no iAP reports (\(error.detail))"
+            case nil: text += ", report sizes read when opened"
+            }
+            parts.append(text)
+        case nil:
             parts.append("no iAP interface")
         }
         let access = device.access
         if access.allowed {
-            if let transport = device.transportName, device.descriptors?.iapInterface != nil { parts.append("use --transport \(transport)") }
+            if let transport = device.transportName, device.descriptors?.iapAccess != nil { parts.append("use --transport \(transport)") }
         } else {
             parts.append("cannot open (\(access.problem ?? "no access")): install udev-rules/70-iap-devkit.rules and replug (Docs/Hardware.md)")
         }
@@ -210,15 +241,37 @@ enum USBDeviceText {
         object.stringOrNull("serial", device.serial)
         object.raw("speed_mbps", device.speed.flatMap { Double($0) }.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "null")
         object.raw("active_configuration", device.activeConfiguration.map { String($0) } ?? "null")
-        if let (configuration, interface) = descriptors.iapInterface, let input = interface.bulkIn, let output = interface.bulkOut {
+        switch descriptors.iapAccess {
+        case .bulk(let configuration, let interface)? where interface.bulkIn != nil && interface.bulkOut != nil:
             var iap = JSONObjectWriter()
+            iap.string("kind", "bulk")
             iap.integer("configuration", Int(configuration))
             iap.integer("interface", Int(interface.number))
-            iap.string("endpoint_in", "0x" + hex2(input.address))
-            iap.string("endpoint_out", "0x" + hex2(output.address))
-            iap.integer("max_packet_size", Int(input.maxPacketSize))
+            iap.string("endpoint_in", "0x" + hex2(interface.bulkIn!.address))
+            iap.string("endpoint_out", "0x" + hex2(interface.bulkOut!.address))
+            iap.integer("max_packet_size", Int(interface.bulkIn!.maxPacketSize))
             object.raw("iap_interface", iap.finish())
-        } else {
+        case .hid(let configuration, let interface)?:
+            var iap = JSONObjectWriter()
+            iap.string("kind", "hid")
+            iap.integer("configuration", Int(configuration))
+            iap.integer("interface", Int(interface.number))
+            iap.stringOrNull("endpoint_in", interface.interruptIn.map { "0x" + hex2($0.address) })
+            iap.raw("endpoint_out", "null")
+            iap.raw("max_packet_size", interface.interruptIn.map { String($0.maxPacketSize) } ?? "null")
+            iap.raw("report_descriptor_length", interface.reportDescriptorLength.map(String.init) ?? "null")
+            func sizes(_ reports: [IAPHIDReports.Report]) -> String {
+                "[" + reports.map { "{\"id\":\($0.id),\"count\":\($0.count)}" }.joined(separator: ",") + "]"
+            }
+            if case .success(let reports)? = device.hidReports(configuration: configuration, interface: interface.number) {
+                iap.raw("input_reports", sizes(reports.input))
+                iap.raw("output_reports", sizes(reports.output))
+            } else {
+                iap.raw("input_reports", "null")
+                iap.raw("output_reports", "null")
+            }
+            object.raw("iap_interface", iap.finish())
+        default:
             object.raw("iap_interface", "null")
         }
         object.stringOrNull("transport", device.transportName)
