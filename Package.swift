@@ -29,8 +29,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation`: the DocC catalogs in Sources/*/*.docc.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // The head unit's screen in a browser (HTTP and WebSocket), IAPScreen only.
-        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        // The head unit's screen in a browser (HTTP and WebSocket: NIOHTTP1's llhttp bounds
+        // request heads, NIOWebSocket bounds frames), IAPScreen only.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
@@ -126,8 +127,10 @@ let package = Package(
             name: "IAPScreen",
             dependencies: [
                 "IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPTransport",
-                .product(name: "FlyingFox", package: "FlyingFox"),
-                .product(name: "FlyingSocks", package: "FlyingFox"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -160,7 +163,10 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        .testTarget(name: "IAPScreenTests", dependencies: ["IAPScreen", "IAPRoles", "IAPLink", "IAPSession"]),
+        .testTarget(name: "IAPScreenTests", dependencies: [
+            "IAPScreen", "IAPRoles", "IAPLink", "IAPSession",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "IAPKitTests", dependencies: ["IAPKit", "IAPRoles", "IAPTransport", "IAPAuthentication"]),
         .testTarget(name: "IAPLinkTests", dependencies: ["IAPLink", "IAPConformance", "IAPTransport", "IAPWire"]),
         // Runs the built iapctl (an executable target cannot be imported): exit statuses, standard output and error.

@@ -1,5 +1,3 @@
-import FlyingFox
-import FlyingSocks
 import Foundation
 import IAPEndpoint
 import IAPLink
@@ -7,6 +5,9 @@ import IAPRoles
 import IAPSession
 import IAPTransport
 import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 /// The head unit's screen in a browser: a page at `http://HOST:PORT/` that
@@ -15,6 +16,11 @@ import Synchronization
 /// WebSocket, and sends taps back as the same role actions the shell uses.
 /// Several browsers may watch one head unit. The server lives as long as the
 /// program; head units come and go (`attach`), as phones are plugged in.
+///
+/// Only this screen's own pages may drive it: a request whose `Host` or
+/// `Origin` is not the address served is refused (403). Every input is
+/// bounded (`ScreenLimits`): request heads, WebSocket frames and message
+/// rates, connections, remembered image requests, and the warnings they cause.
 public final class HeadUnitScreen: Sendable {
     private struct State: Sendable {
         var endpoint: MediaEndpoint?
@@ -23,9 +29,10 @@ public final class HeadUnitScreen: Sendable {
         var ended: String?
         var statuses: [String] = []
         var images = ScreenImages()
-        /// Images the page asked for (each is asked for once).
-        var requestedImages: Set<String> = []
-        var clients: [UUID: AsyncStream<WSMessage>.Continuation] = [:]
+        /// Images the page asked for (each is asked for once; the oldest are forgotten).
+        var requestedImages = RecentSet(capacity: ScreenLimits.requestedImages)
+        var clients: [ObjectIdentifier: ScreenClient] = [:]
+        var access: ScreenAccess?
 
         mutating func record(_ status: String) {
             statuses.insert(status, at: 0)
@@ -34,28 +41,41 @@ public final class HeadUnitScreen: Sendable {
     }
 
     private let state = Mutex(State())
-    private let server: HTTPServer
+    private let server: ScreenServer
+    private let listening: EventLoopPromise<UInt16>
     private let logger: Logger
+    let warnings: WarningBudget
 
-    /// A screen on `host:port` (an IPv4 or IPv6 address; port 0 picks one).
-    public init(host: String, port: UInt16, logger: Logger = Logger(label: "iap-devkit.screen")) throws {
+    /// A screen on `host:port`: an IPv4 or IPv6 address or a host name
+    /// (resolved when it starts); port 0 picks one. Unless `allowRemote`,
+    /// the host must be a loopback address (127.0.0.1, ::1, localhost):
+    /// anyone who can reach the screen can drive the head unit.
+    public init(host: String, port: UInt16, allowRemote: Bool = false, logger: Logger = Logger(label: "iap-devkit.screen")) throws {
         self.logger = logger
-        let address: any SocketAddress = host.contains(":") ? try sockaddr_in6.inet6(ip6: host, port: port) : try sockaddr_in.inet(ip4: host, port: port)
-        server = HTTPServer(address: address, logger: SwiftLogBridge(logger: logger))
+        warnings = WarningBudget(logger: logger)
+        server = ScreenServer(host: host, port: port, allowRemote: allowRemote, logger: logger, warnings: warnings)
+        listening = MultiThreadedEventLoopGroup.singleton.next().makePromise()
     }
 
-    /// Serves until cancelled.
+    /// Serves until cancelled. Throws `ScreenError` at once when it cannot
+    /// listen (the address is in use, or is not a loopback address and
+    /// remote access was not allowed).
     public func run() async throws {
-        await server.appendRoute("GET /") { _ in
-            HTTPResponse(statusCode: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: Data(ScreenPage.html.utf8))
+        let channel: Channel
+        do {
+            let (bound, access) = try await server.bind(screen: self)
+            channel = bound
+            state.withLock { $0.access = access }
+            listening.succeed(UInt16(access.port))
+        } catch {
+            listening.fail(error)
+            throw error
         }
-        await server.appendRoute("GET /image/*") { [weak self] request in
-            let id = String(request.path.dropFirst("/image/".count)).removingPercentEncoding ?? ""
-            guard let bytes = self?.image(id) else { return HTTPResponse(statusCode: .notFound) }
-            return HTTPResponse(statusCode: .ok, headers: [.contentType: Self.contentType(bytes), .cacheControl: "no-store"], body: Data(bytes))
+        try await withTaskCancellationHandler {
+            try await channel.closeFuture.get()
+        } onCancel: {
+            channel.close(promise: nil)
         }
-        await server.appendRoute("GET /ws", to: .webSocket(ScreenSocket(screen: self)))
-        try await server.run()
     }
 
     /// Returns only when the task is cancelled (the program is stopped).
@@ -64,12 +84,9 @@ public final class HeadUnitScreen: Sendable {
     }
 
     /// Waits until the server listens; returns the port (useful with port 0).
+    /// Throws what `run` threw when it could not listen.
     public func listeningPort() async throws -> UInt16 {
-        try await server.waitUntilListening()
-        switch await server.listeningAddress {
-        case .ip4(_, let port)?, .ip6(_, let port)?: return port
-        default: return 0
-        }
+        try await listening.futureResult.get()
     }
 
     /// Shows this head unit from now on (the one before is forgotten).
@@ -80,7 +97,7 @@ public final class HeadUnitScreen: Sendable {
             state.linkUp = false
             state.ended = nil
             state.statuses = []
-            state.requestedImages = []
+            state.requestedImages = RecentSet(capacity: ScreenLimits.requestedImages)
             state.images = ScreenImages()
             state.model = nil
         }
@@ -143,7 +160,7 @@ public final class HeadUnitScreen: Sendable {
 
     private func broadcast(_ model: ScreenModel) {
         guard let text = Self.json(model) else { return }
-        for client in state.withLock({ Array($0.clients.values) }) { client.yield(.text(text)) }
+        for client in state.withLock({ Array($0.clients.values) }) { client.show(text) }
     }
 
     static func json(_ model: ScreenModel) -> String? {
@@ -165,27 +182,27 @@ public final class HeadUnitScreen: Sendable {
 
     // MARK: Clients
 
-    func connect(_ id: UUID, _ client: AsyncStream<WSMessage>.Continuation) {
+    func connect(_ client: ScreenClient) {
         let model = state.withLock { state -> ScreenModel? in
-            state.clients[id] = client
+            state.clients[ObjectIdentifier(client)] = client
             return state.model
         }
-        if let model, let text = Self.json(model) { client.yield(.text(text)) }
+        if let model, let text = Self.json(model) { client.show(text) }
     }
 
-    func disconnect(_ id: UUID) {
-        _ = state.withLock { $0.clients.removeValue(forKey: id) }
+    func disconnect(_ client: ScreenClient) {
+        _ = state.withLock { $0.clients.removeValue(forKey: ObjectIdentifier(client)) }
     }
 
     /// A tap on the page, as JSON: `{"action": "open", "id": "album:1"}` and so on (ScreenAction).
     func received(_ text: String) {
         guard let action = try? JSONDecoder().decode(ScreenAction.self, from: Data(text.utf8)) else {
-            logger.warning("the page sent something that is not an action: \(text.prefix(200))")
+            warnings.warning("the page sent something that is not an action: \(text.prefix(200))")
             return
         }
         guard let endpoint = state.withLock({ $0.endpoint }) else { return }
         if case .image(let id) = action {
-            let first = state.withLock { state in state.requestedImages.insert(id).inserted }
+            let first = state.withLock { state in state.requestedImages.insert(id) }
             guard first else { return }
         }
         endpoint.withConnection { connection, now in
@@ -193,34 +210,53 @@ public final class HeadUnitScreen: Sendable {
             return connection.headUnitDoes(now: now) { role, now in action.perform(on: &role, now: now) }
         }
     }
-}
 
-/// One WebSocket per browser: the current screen at once and on every
-/// change; taps in.
-struct ScreenSocket: WSMessageHandler {
-    let screen: HeadUnitScreen
+    /// How many image requests are remembered (bounded by `ScreenLimits.requestedImages`).
+    var requestedImageCount: Int { state.withLock { $0.requestedImages.count } }
 
-    func makeMessages(for client: AsyncStream<WSMessage>) async throws -> AsyncStream<WSMessage> {
-        let id = UUID()
-        let (messages, continuation) = AsyncStream.makeStream(of: WSMessage.self, bufferingPolicy: .bufferingNewest(16))
-        screen.connect(id, continuation)
-        Task { [screen] in
-            for await message in client {
-                if case .text(let text) = message { screen.received(text) }
-            }
-            screen.disconnect(id)
-            continuation.finish()
-        }
-        return messages
+    // MARK: HTTP
+
+    /// An HTTP answer: status, headers, body.
+    struct Answer {
+        var status: HTTPResponseStatus
+        var headers: [(String, String)] = []
+        var body: [UInt8] = []
     }
-}
 
-/// FlyingFox's log lines into swift-log (it would print them otherwise).
-struct SwiftLogBridge: FlyingSocks.Logging {
-    let logger: Logger
-    func logDebug(_ debug: @autoclosure () -> String) { logger.debug("\(debug())") }
-    func logInfo(_ info: @autoclosure () -> String) { logger.debug("\(info())") }
-    func logWarning(_ warning: @autoclosure () -> String) { logger.warning("\(warning())") }
-    func logError(_ error: @autoclosure () -> String) { logger.error("\(error())") }
-    func logCritical(_ critical: @autoclosure () -> String) { logger.critical("\(critical())") }
+    /// Is this request from this screen's own address (its `Host` and, from a browser, its `Origin`)?
+    /// Says why not, once per request refused.
+    private func isOwn(_ head: HTTPRequestHead, from remote: SocketAddress?) -> Bool {
+        guard let access = state.withLock({ $0.access }) else { return false }
+        let host = head.headers.first(name: "Host")
+        let origin = head.headers.first(name: "Origin")
+        if access.allows(host: host) && access.allows(origin: origin) { return true }
+        let why = access.allows(host: host) ? "origin \(origin ?? "")" : "host \(host ?? "(none)")"
+        warnings.warning("refused \(head.method) \(head.uri.prefix(100)) from \(remote.map { "\($0)" } ?? "a client"): \(why.prefix(200)) is not this screen's address")
+        return false
+    }
+
+    /// Whether a WebSocket upgrade may go ahead (refused ones are answered by `answer`).
+    func allowsUpgrade(_ head: HTTPRequestHead) -> Bool {
+        guard head.uri == "/ws", let access = state.withLock({ $0.access }) else { return false }
+        return access.allows(host: head.headers.first(name: "Host")) && access.allows(origin: head.headers.first(name: "Origin"))
+    }
+
+    /// The answer to a request: the page, an image, the favicon (none: 204).
+    func answer(_ head: HTTPRequestHead, from remote: SocketAddress?) -> Answer {
+        guard isOwn(head, from: remote) else { return Answer(status: .forbidden) }
+        guard head.method == .GET || head.method == .HEAD else { return Answer(status: .methodNotAllowed, headers: [("Allow", "GET")]) }
+        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? head.uri
+        switch path {
+        case "/":
+            return Answer(status: .ok, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")], body: Array(ScreenPage.html.utf8))
+        case "/favicon.ico":
+            return Answer(status: .noContent)
+        case "/ws":
+            return Answer(status: .badRequest, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array("/ws is a WebSocket\n".utf8))
+        default:
+            guard path.hasPrefix("/image/"), let id = String(path.dropFirst("/image/".count)).removingPercentEncoding,
+                  let bytes = image(id) else { return Answer(status: .notFound) }
+            return Answer(status: .ok, headers: [("Content-Type", Self.contentType(bytes)), ("Cache-Control", "no-store")], body: bytes)
+        }
+    }
 }

@@ -338,19 +338,23 @@ struct HeadUnit: AsyncParsableCommand {
 
     @OptionGroup(title: "Serving tcp-listen connections") var serving: ServingOptions
 
-    @Option(help: ArgumentHelp("Also show the head unit's screen in a browser at http://HOST:PORT/ (tabs, lists, now playing, buttons; taps drive the head unit). It stays up until Ctrl-C.",
+    @Option(help: ArgumentHelp("Also show the head unit's screen in a browser at http://HOST:PORT/ (tabs, lists, now playing, buttons; taps drive the head unit). HOST is a loopback address or name (127.0.0.1, [::1], localhost) unless --ui-allow-remote. It stays up until Ctrl-C.",
                                valueName: "host:port"),
             transform: parseScreenAddress)
     var ui: ScreenAddress?
 
+    @Flag(help: "Let --ui serve on an address other machines can reach: anyone on that network can then drive the head unit (a warning says so).")
+    var uiAllowRemote = false
+
     func validate() throws {
         if once && ui != nil { throw ValidationError("--once exits after the first now-playing update and --ui keeps the screen up: give one") }
+        if uiAllowRemote && ui == nil { throw ValidationError("--ui-allow-remote goes with --ui") }
     }
 
     func run() async throws {
         logging.bootstrap()
         var screen: HeadUnitScreen?
-        if let ui { screen = try await startScreen(at: ui) }
+        if let ui { screen = try await startScreen(at: ui, allowRemote: uiAllowRemote) }
         try await runRole(.headUnit, options: options, once: once, serving: serving, screen: screen)
     }
 }

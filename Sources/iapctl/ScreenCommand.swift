@@ -13,28 +13,30 @@ func parseScreenAddress(_ text: String) throws -> ScreenAddress {
     guard let colon = text.lastIndex(of: ":") else { throw ValidationError("'\(text)' has no port: write HOST:PORT, e.g. 127.0.0.1:8080") }
     var host = String(text[..<colon])
     if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    guard !host.isEmpty else { throw ValidationError("'\(text)' has no host: write HOST:PORT, e.g. 127.0.0.1:8080 (0.0.0.0 for every interface)") }
+    guard !host.isEmpty else { throw ValidationError("'\(text)' has no host: write HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080") }
     guard let port = UInt16(text[text.index(after: colon)...]) else { throw ValidationError("'\(text)': the port must be a number from 0 to 65535") }
     return ScreenAddress(host: host, port: port)
 }
 
-/// Starts the screen's server and says where it is; fails at once when it cannot listen.
-func startScreen(at address: ScreenAddress) async throws -> HeadUnitScreen {
-    let screen: HeadUnitScreen
-    do {
-        screen = try HeadUnitScreen(host: address.host, port: address.port, logger: Logger(label: "screen"))
-    } catch {
-        throw CommandFailure(message: "--ui \(address.host):\(address.port): \(error)")
-    }
+/// Starts the screen's server and says where it is; fails at once when it cannot listen
+/// (the address in use, a name that does not resolve, a non-loopback address without `allowRemote`).
+func startScreen(at address: ScreenAddress, allowRemote: Bool) async throws -> HeadUnitScreen {
+    let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+    let screen = try HeadUnitScreen(host: address.host, port: address.port, allowRemote: allowRemote, logger: Logger(label: "screen"))
     let server = Task { try await screen.run() }
     let port: UInt16
     do {
         port = try await screen.listeningPort()
+    } catch ScreenError.notLoopback(let name, let resolved) {
+        server.cancel()
+        throw CommandFailure(message: "--ui \(host):\(address.port): \(name) is \(resolved), not a loopback address: anyone who reaches it could drive the head unit. Give --ui-allow-remote to serve there anyway, or use 127.0.0.1 or localhost")
     } catch {
         server.cancel()
-        throw CommandFailure(message: "--ui \(address.host):\(address.port): cannot listen: \(error)")
+        throw CommandFailure(message: "--ui \(host):\(address.port): \(error)")
     }
-    let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+    if allowRemote {
+        Log()("screen", "--ui-allow-remote: anyone who can reach \(host):\(port) can drive the head unit", level: .warning)
+    }
     Log()("screen", "the head unit's screen: http://\(host):\(port)/")
     return screen
 }

@@ -48,12 +48,16 @@ struct Supervise: AsyncParsableCommand {
             transform: parseScreenAddress)
     var ui: ScreenAddress?
 
+    @Flag(help: "Let --ui serve on an address other machines can reach: anyone on that network can then drive the head unit (a warning says so).")
+    var uiAllowRemote = false
+
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
         if ui != nil && role != "head-unit" { throw ValidationError("--ui shows a head unit's screen: it needs --role head-unit") }
+        if uiAllowRemote && ui == nil { throw ValidationError("--ui-allow-remote goes with --ui") }
         _ = try matcher()
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
     }
@@ -77,7 +81,7 @@ struct Supervise: AsyncParsableCommand {
         // Without udev the monitor would wait for ever for events that never come.
         if let problem = USBHost.problem(watching: true) { throw CommandFailure(message: "cannot watch USB devices: \(problem)") }
         let screen: HeadUnitScreen?
-        if let ui { screen = try await startScreen(at: ui) } else { screen = nil }
+        if let ui { screen = try await startScreen(at: ui, allowRemote: uiAllowRemote) } else { screen = nil }
         let traceFile = try trace.map { try TraceFile(path: $0) }
         let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
         let runner = HotplugRunner(configuration: .init(matcher: try matcher()), stopAfter: connections)
