@@ -86,7 +86,7 @@ struct Monitor: AsyncParsableCommand {
     @Flag(help: "One JSON object per event per line.")
     var json = false
 
-    @Option(help: "Stop after this many events (present devices included).")
+    @Option(parsing: .unconditional, help: "Stop after this many events (present devices included).")
     var count: Int?
 
     func validate() throws {
