@@ -28,15 +28,20 @@ public final class HeadUnitScreen: Sendable {
         var linkUp = false
         var ended: String?
         var statuses: [String] = []
+        /// How many statuses were recorded (the page clears the line when the user moves on, and shows the next).
+        var statusCount = 0
+        var statusFailed = false
         var images = ScreenImages()
         /// Images the page asked for (each is asked for once; the oldest are forgotten).
         var requestedImages = RecentSet(capacity: ScreenLimits.requestedImages)
         var clients: [ObjectIdentifier: ScreenClient] = [:]
         var access: ScreenAccess?
 
-        mutating func record(_ status: String) {
+        mutating func record(_ status: String, failed: Bool) {
             statuses.insert(status, at: 0)
             if statuses.count > 8 { statuses.removeLast() }
+            statusCount += 1
+            statusFailed = failed
         }
     }
 
@@ -97,6 +102,7 @@ public final class HeadUnitScreen: Sendable {
             state.linkUp = false
             state.ended = nil
             state.statuses = []
+            state.statusFailed = false
             state.requestedImages = RecentSet(capacity: ScreenLimits.requestedImages)
             state.images = ScreenImages()
             state.model = nil
@@ -135,11 +141,13 @@ public final class HeadUnitScreen: Sendable {
             case .stage(let stage):
                 if case .disconnected = stage { state.linkUp = false } else { state.linkUp = true }
             case .media(.selection(let itemID, let status)):
-                state.record("play \(itemID): \(status)")
+                state.record(ScreenStatus.selection(title: ScreenModel.title(of: itemID, in: connection.headUnit), id: itemID, status),
+                             failed: status != .success)
             case .media(.commandStatus(let command, let status)):
-                state.record("\(command.kind): \(status)")
+                state.record(ScreenStatus.command(command, status), failed: status != .success)
             case .media(.browseFailed(let containerID, let status, let reason)):
-                state.record("browse \(containerID.isEmpty ? "tabs" : containerID): \(status) (\(reason))")
+                state.record(ScreenStatus.browseFailed(title: ScreenModel.title(of: containerID, in: connection.headUnit), id: containerID, status,
+                                                       reason: reason), failed: true)
             default:
                 break
             }
@@ -150,6 +158,7 @@ public final class HeadUnitScreen: Sendable {
     private func publish(_ connection: Connection, now: LinkInstant) {
         let model = state.withLock { state -> ScreenModel in
             let model = ScreenModel.make(connection, linkUp: state.linkUp, ended: state.ended, now: now, statuses: state.statuses,
+                                         statusCount: state.statusCount, statusFailed: state.statusFailed,
                                          images: state.images.stored.map(\.id), missingImages: state.images.missing.sorted(),
                                          artwork: state.images.artwork(connection.headUnit.nowPlaying.info.artworkTransferID))
             state.model = model

@@ -87,6 +87,9 @@ struct ScreenModel: Encodable, Sendable {
     var selecting: String?
     /// The newest first: each command or selection with the status that came back.
     var statuses: [String]
+    /// How many statuses there have been (the page shows the newest until the user moves on), and whether the newest is a failure.
+    var statusCount: Int
+    var statusFailed: Bool
     /// Images whose bytes are here (`/image/ID`), and those the phone could not give.
     var images: [String]
     var missingImages: [String]
@@ -101,6 +104,15 @@ struct ScreenModel: Encodable, Sendable {
              })
     }
 
+    /// An item's title, wherever the head unit has seen it (a tab, a list, up next).
+    static func title(of id: String, in role: HeadUnitMediaRole) -> String? {
+        if let tab = role.tabs.first(where: { $0.id == id }) { return tab.text }
+        for state in role.containers.values {
+            if let item = state.items.first(where: { $0.id == id }) { return item.text }
+        }
+        return role.queue?.items.first { $0.id == id }?.text
+    }
+
     static func section(_ section: ContentSection) -> Section {
         switch section.kind {
         case .plain(let title): Section(id: section.id, kind: "plain", title: title)
@@ -111,7 +123,7 @@ struct ScreenModel: Encodable, Sendable {
         }
     }
 
-    static func make(_ connection: Connection, linkUp: Bool, ended: String?, now: LinkInstant, statuses: [String],
+    static func make(_ connection: Connection, linkUp: Bool, ended: String?, now: LinkInstant, statuses: [String], statusCount: Int, statusFailed: Bool,
                      images: [String], missingImages: [String], artwork: String?) -> ScreenModel {
         let role = connection.headUnit
         let (stage, stageText): (String, String) = {
@@ -147,6 +159,7 @@ struct ScreenModel: Encodable, Sendable {
             radio: role.radioControls, buttons: role.buttons.map(\.description),
             advertised: role.advertised.map { Command(command: $0.kind.description, enabled: $0.enabled) },
             queue: queue, queueCurrentIndex: role.queue?.currentIndex, selecting: role.selecting, statuses: statuses,
+            statusCount: statusCount, statusFailed: statusFailed,
             images: images, missingImages: missingImages)
     }
 }

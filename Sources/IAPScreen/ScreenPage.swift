@@ -11,15 +11,19 @@ enum ScreenPage {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>iap-devkit head unit</title>
+<link rel="icon" href="data:,">
 <style>
   :root { --bg: #0b0d10; --panel: #161a20; --line: #262c35; --text: #f2f4f7; --dim: #9aa4b2; --accent: #3fa9ff; --bad: #ff6b6b; }
   * { box-sizing: border-box; }
   html, body { margin: 0; height: 100%; background: var(--bg); color: var(--text); font: 22px/1.35 system-ui, sans-serif; }
   body { display: flex; flex-direction: column; }
-  header { display: flex; gap: 16px; align-items: center; padding: 10px 18px; background: var(--panel); border-bottom: 1px solid var(--line); font-size: 18px; }
-  header .state { font-weight: 600; }
+  header { display: flex; gap: 16px; align-items: center; padding: 10px 18px; background: var(--panel); border-bottom: 1px solid var(--line); font-size: 18px; white-space: nowrap; min-width: 0; }
+  header span { overflow: hidden; text-overflow: ellipsis; min-width: 0; }
+  header .state { font-weight: 600; flex: 0 1 auto; }
   header .state.identified { color: #6fdc8c; } header .state.failed, header .state.disconnected { color: var(--bad); }
-  header .status { margin-left: auto; color: var(--dim); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 55%; }
+  header .app { flex: 0 1 auto; }
+  header .status { margin-left: auto; color: var(--dim); flex: 0 1 55%; text-align: right; }
+  header .status.bad { color: var(--bad); }
   main { flex: 1; overflow-y: auto; padding: 8px 18px 18px; }
   nav { display: flex; background: var(--panel); border-top: 1px solid var(--line); }
   nav button { flex: 1; padding: 16px 6px; font-size: 20px; background: none; color: var(--dim); border: 0; border-top: 3px solid transparent; }
@@ -38,6 +42,7 @@ enum ScreenPage {
   .row .title { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .row .detail { color: var(--dim); font-size: 18px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .row .mark { color: var(--accent); width: 28px; text-align: center; }
+  .row.playing .title { color: var(--accent); }
   .row .badge { font-size: 14px; border: 1px solid var(--dim); border-radius: 6px; padding: 0 6px; color: var(--dim); }
   .section { color: var(--dim); font-size: 17px; text-transform: uppercase; letter-spacing: .06em; margin: 18px 8px 4px; }
   .tiles { display: flex; gap: 12px; overflow-x: auto; padding: 6px 8px 12px; }
@@ -58,6 +63,24 @@ enum ScreenPage {
   .controls .value { display: block; font-size: 14px; color: var(--accent); }
   .hid { display: flex; gap: 10px; justify-content: center; color: var(--dim); font-size: 16px; align-items: center; }
   .hid button { padding: 8px 14px; font-size: 16px; background: none; color: var(--dim); border: 1px dashed var(--line); border-radius: 10px; }
+  /* A head unit's own screen (800×480 and the like): the same page, tighter, transport in view. */
+  @media (max-height: 600px) {
+    html, body { font-size: 18px; }
+    header { padding: 6px 12px; font-size: 16px; }
+    main { padding: 4px 12px 8px; }
+    nav button { padding: 10px 4px; font-size: 17px; }
+    .row { min-height: 56px; padding: 6px 6px; }
+    .row .art { width: 44px; height: 44px; }
+    .np { gap: 18px; padding: 8px 4px; }
+    .np .art { width: 120px; height: 120px; font-size: 40px; }
+    .np .title { font-size: 24px; } .np .artist { font-size: 19px; } .np .album { font-size: 16px; }
+    .progress { margin: 8px 4px 4px; }
+    .times { font-size: 15px; }
+    .controls { gap: 8px; margin: 8px 0; }
+    .controls button { min-width: 72px; padding: 8px 10px; font-size: 17px; border-radius: 10px; }
+    .controls .value { font-size: 12px; }
+    .hid { font-size: 14px; } .hid button { padding: 4px 10px; font-size: 14px; }
+  }
 </style>
 </head>
 <body>
@@ -73,6 +96,14 @@ enum ScreenPage {
 let model = null, socket = null, receivedAt = 0;
 let view = { tab: null, path: [], nowPlaying: false, queue: false };
 const asked = new Set();
+// The status line shows what the user's last tap did; moving to another screen clears it.
+let statusCleared = 0;
+
+function go(next) { view = Object.assign(view, next); if (model) statusCleared = model.statusCount; render(); }
+function openTab(tab) {
+  if (!model.containers[tab.id]) send({ action: 'open', id: tab.id });
+  go({ tab: tab.id, path: [tab.id], nowPlaying: false, queue: false });
+}
 
 function send(action) { if (socket && socket.readyState === 1) socket.send(JSON.stringify(action)); }
 function connect() {
@@ -116,9 +147,14 @@ function render() {
   const state = document.querySelector('[data-test=state]');
   state.textContent = model.stageText; state.className = 'state ' + model.stage;
   document.querySelector('[data-test=app]').textContent = model.appName ? model.appName : '';
-  document.querySelector('[data-test=status]').textContent = model.statuses[0] || '';
+  const status = document.querySelector('[data-test=status]');
+  const fresh = model.statusCount > statusCleared;
+  status.textContent = fresh ? model.statuses[0] || '' : '';
+  status.className = 'status' + (fresh && model.statusFailed ? ' bad' : '');
   if (model.stage === 'identified' && model.appName && model.tabs.length === 0 && !model.containers[''] && !asked.has('#tabs')) { asked.add('#tabs'); send({ action: 'tabs' }); }
   if (model.stage !== 'identified') { asked.delete('#tabs'); }
+  // The first screen is the first tab (and again when the phone's tabs change under it).
+  if (!view.nowPlaying && !view.queue && model.tabs.length && !model.tabs.some((tab) => tab.id === view.tab)) { openTab(model.tabs[0]); return; }
   renderTabs();
   const main = document.getElementById('main');
   main.replaceChildren(view.nowPlaying ? nowPlaying() : view.queue ? queue() : list());
@@ -128,9 +164,9 @@ function renderTabs() {
   const nav = document.getElementById('tabs');
   const buttons = model.tabs.map((tab, index) => el('button', {
       class: !view.nowPlaying && !view.queue && view.tab === tab.id ? 'on' : '', test: 'tab-' + index,
-      onclick: () => { view = { tab: tab.id, path: [tab.id], nowPlaying: false, queue: false }; if (!model.containers[tab.id]) send({ action: 'open', id: tab.id }); render(); } },
+      onclick: () => openTab(tab) },
     tab.text, tab.badge ? el('span', { class: 'badge' }, tab.badge) : null));
-  buttons.push(el('button', { class: view.nowPlaying ? 'on' : '', test: 'tab-now-playing', onclick: () => { view.nowPlaying = true; view.queue = false; render(); } }, 'Now Playing'));
+  buttons.push(el('button', { class: view.nowPlaying ? 'on' : '', test: 'tab-now-playing', onclick: () => go({ nowPlaying: true, queue: false }) }, 'Now Playing'));
   nav.replaceChildren(...buttons);
 }
 
@@ -143,7 +179,7 @@ function list() {
   const container = model.containers[id];
   const title = id === view.tab ? (model.tabs.find((tab) => tab.id === id) || {}).text : findText(id);
   const bar = el('div', { class: 'bar' },
-    view.path.length > 1 ? el('button', { class: 'plain', test: 'back', onclick: () => { view.path.pop(); render(); } }, '‹ Back') : null,
+    view.path.length > 1 ? el('button', { class: 'plain', test: 'back', onclick: () => { view.path.pop(); go({}); } }, '‹ Back') : null,
     el('h1', { test: 'title' }, title || id));
   if (!container || (container.loading && container.items.length === 0)) return el('div', {}, bar, el('div', { class: 'message', test: 'loading' }, 'Loading…'));
   const rows = [];
@@ -174,7 +210,10 @@ function findText(id) {
 
 function row(item) {
   const classes = ['row']; if (!item.enabled) classes.push('disabled'); if (model.selecting === item.id) classes.push('selecting');
-  const mark = item.playing !== 'none' ? '♪' : item.accessory === 'disclosure' || item.kind === 'container' ? '›' : item.accessory === 'cloud' ? '☁' : '';
+  // The playing track: the phone's own indicator, or the title now playing names.
+  const playing = item.playing !== 'none' || (item.kind === 'playable' && !!model.nowPlaying.title && item.text === model.nowPlaying.title);
+  if (playing) classes.push('playing');
+  const mark = playing ? '♪' : item.accessory === 'disclosure' || item.kind === 'container' ? '›' : item.accessory === 'cloud' ? '☁' : '';
   return el('div', { class: classes.join(' '), test: 'row-' + item.id, onclick: () => open(item) },
     art(item.image, item.kind === 'container' ? '▤' : '♫'),
     el('div', { class: 'text' }, el('div', { class: 'title' }, item.text), item.detail ? el('div', { class: 'detail' }, item.detail) : null),
@@ -190,19 +229,22 @@ function imageRow(item) {
 
 function open(item) {
   if (!item.enabled) return;
-  if (item.kind === 'container') { view.path.push(item.id); if (!model.containers[item.id]) send({ action: 'open', id: item.id }); render(); }
+  if (item.kind === 'container') { view.path.push(item.id); if (!model.containers[item.id]) send({ action: 'open', id: item.id }); go({}); }
   else send({ action: 'play', id: item.id });
 }
 
 const labels = { previous_track: '◀◀ Previous', toggle_play_pause: 'Play / Pause', next_track: 'Next ▶▶', change_repeat_mode: 'Repeat',
                  change_shuffle_mode: 'Shuffle', change_playback_rate: 'Rate', like: 'Like', dislike: 'Dislike', bookmark: 'Bookmark' };
+const transport = ['previous_track', 'toggle_play_pause', 'next_track'];
 const nextRepeat = { off: 'all', all: 'one', one: 'off' };
 const nextShuffle = { off: 'songs', songs: 'albums', albums: 'off' };
 
 function nowPlaying() {
   const np = model.nowPlaying;
   if (!np.title) return el('div', { class: 'message', test: 'np-empty' }, model.stage === 'identified' ? 'Nothing playing' : model.stageText);
-  const controls = model.buttons.map((name) => {
+  // Transport first, so it stays in view on a small screen.
+  const names = [...transport.filter((name) => model.buttons.includes(name)), ...model.buttons.filter((name) => !transport.includes(name))];
+  const controls = names.map((name) => {
     let value = null, action = { action: 'command', name };
     if (name === 'change_repeat_mode') { value = np.repeatMode; action.value = nextRepeat[np.repeatMode] || 'off'; }
     if (name === 'change_shuffle_mode') { value = np.shuffleMode; action.value = nextShuffle[np.shuffleMode] || 'off'; }
@@ -221,17 +263,18 @@ function nowPlaying() {
       el('div', { test: 'np-progress', style: `width: ${duration ? (100 * position / duration) : 0}%` })),
     el('div', { class: 'times' }, el('span', { test: 'np-elapsed' }, np.elapsedValid ? time(position) : '?:??'), el('span', {}, time(duration))),
     el('div', { class: 'controls' },
+      ...controls.slice(0, transport.filter((name) => model.buttons.includes(name)).length),
       el('button', { test: 'control-skip-back', onclick: () => send({ action: 'command', name: 'skip_backward', value: 15000 }) }, '−15 s'),
-      ...controls,
       el('button', { test: 'control-skip-forward', onclick: () => send({ action: 'command', name: 'skip_forward', value: 15000 }) }, '+15 s'),
-      el('button', { test: 'up-next', onclick: () => { view.queue = true; view.nowPlaying = false; send({ action: 'queue' }); render(); } }, 'Up next')),
+      ...controls.slice(transport.filter((name) => model.buttons.includes(name)).length),
+      el('button', { test: 'up-next', onclick: () => { send({ action: 'queue' }); go({ queue: true, nowPlaying: false }); } }, 'Up next')),
     el('div', { class: 'hid' }, 'Steering wheel:',
       ['previous track', 'play/pause', 'next track'].map((button) => el('button', { test: 'hid-' + button.replace(/\W+/g, '-'), onclick: () => send({ action: 'press', button }) }, button))));
 }
 
 function queue() {
   const container = model.queue;
-  const bar = el('div', { class: 'bar' }, el('button', { class: 'plain', onclick: () => { view.queue = false; view.nowPlaying = true; render(); } }, '‹ Now Playing'), el('h1', {}, 'Up next'));
+  const bar = el('div', { class: 'bar' }, el('button', { class: 'plain', onclick: () => go({ queue: false, nowPlaying: true }) }, '‹ Now Playing'), el('h1', {}, 'Up next'));
   if (!container) return el('div', {}, bar, el('div', { class: 'message' }, 'Loading…'));
   const rows = container.items.map((item, index) => {
     const node = row(item);

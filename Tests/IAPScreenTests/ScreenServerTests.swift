@@ -118,6 +118,10 @@ import Testing
             longLine.send("GET /" + String(repeating: "a", count: 256 * 1024) + " HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
             #expect(longLine.response()?.status == 400)
             #expect(longLine.closedByServer())
+            // Over this screen's limit though under the HTTP library's own default (80 KB).
+            let overLimit = try RawClient(port: port)
+            overLimit.send("GET /" + String(repeating: "a", count: 2 * ScreenLimits.headBytes) + " HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+            #expect(overLimit.response()?.status == 400)
             let longHeader = try RawClient(port: port)
             longHeader.send("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Filler: " + String(repeating: "b", count: 256 * 1024) + "\r\n\r\n")
             #expect(longHeader.response()?.status == 400)
