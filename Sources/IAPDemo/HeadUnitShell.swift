@@ -10,7 +10,9 @@ public struct HeadUnitShell: Sendable {
     /// is not there, a bad argument): a script with any fails at its end.
     public private(set) var mistakes = 0
     var watchUntil: LinkInstant?
-
+    /// Whether a line's answer starts with the line itself (`> ls`): for a
+    /// script's transcript; at a terminal the prompt already shows it.
+    var echoes = true
 
     static let help = [
         "ls                    list the current level (tabs at the root)",
@@ -57,7 +59,7 @@ public struct HeadUnitShell: Sendable {
         let words = line.split(separator: " ").map(String.init)
         guard let verb = words.first?.lowercased() else { return ([], []) }
         let argument = words.dropFirst().joined(separator: " ")
-        let text = ["> " + line]
+        let text = echoes ? ["> " + line] : []
         func row(_ index: String) -> ContentItem? {
             guard let number = Int(index) else { return nil }
             let items = current.isEmpty ? role.tabs : role.containers[current]?.items ?? []

@@ -21,6 +21,8 @@ public final class ShellDriver: Sendable {
         /// The role has no request waiting for an answer.
         var idle = true
         var watching = false
+        /// Counts watches, so that one ended by Ctrl-C never ends the next.
+        var watchNumber = 0
         var nowPlayingUpdates = 0
     }
 
@@ -29,9 +31,12 @@ public final class ShellDriver: Sendable {
     private let state = Mutex(State())
 
     /// Observes the endpoint's events; make it before the endpoint starts.
-    public init(endpoint: MediaEndpoint, transcript: @escaping @Sendable (String) -> Void) {
+    /// `echoesLines`: each line's answer starts with the line (`> ls`), as a
+    /// script's transcript wants; a person at a prompt sees it typed already.
+    public init(endpoint: MediaEndpoint, echoesLines: Bool = true, transcript: @escaping @Sendable (String) -> Void) {
         self.endpoint = endpoint
         self.transcript = transcript
+        state.withLock { $0.shell.echoes = echoesLines }
         endpoint.observe { [weak self] event, connection in self?.observe(event, connection) }
     }
 
@@ -51,6 +56,32 @@ public final class ShellDriver: Sendable {
     public var mistakes: Int { state.withLock { $0.shell.mistakes } }
     /// Now-playing updates the head unit has received.
     public var nowPlayingUpdates: Int { state.withLock { $0.nowPlayingUpdates } }
+
+    /// Takes the lines fed but not run (the rest of a script when the
+    /// connection ended), and whether the input had ended after them.
+    public func takeUnrunLines() -> (lines: [String], inputEnded: Bool) {
+        state.withLock { state in
+            defer { state.lines = [] }
+            return (state.lines, state.ended)
+        }
+    }
+
+    /// Ctrl-C: ends a `watch` early (its next line then runs). False when
+    /// no watch was running.
+    @discardableResult
+    public func interrupt() -> Bool {
+        let stopped = state.withLock { state -> Bool in
+            guard state.watching else { return false }
+            state.watching = false
+            state.shell.watchUntil = nil
+            return true
+        }
+        if stopped {
+            transcript("watch stopped")
+            advanceOnEndpoint()
+        }
+        return stopped
+    }
 
     private func observe(_ event: Connection.Event, _ connection: Connection) {
         guard case .media(let media) = event else { return }
@@ -98,19 +129,25 @@ public final class ShellDriver: Sendable {
     /// `watch`: the now-playing line once a second until `end`.
     private func watch(until end: LinkInstant) {
         let endpoint = self.endpoint
+        let number = state.withLock { state in
+            state.watchNumber += 1
+            return state.watchNumber
+        }
         Task { [weak self] in
-            while let self, MonotonicClock.now() < end {
+            while let self, self.state.withLock({ $0.watching && $0.watchNumber == number }), MonotonicClock.now() < end {
                 endpoint.withConnection { [transcript] connection, now in
                     transcript(MediaEventText.nowPlayingLine(connection.headUnit, now: now))
                     return []
                 }
                 try? await Task.sleep(for: .seconds(1))
             }
-            self?.state.withLock { state in
+            let ended = self?.state.withLock { state -> Bool in
+                guard state.watching, state.watchNumber == number else { return false }
                 state.watching = false
                 state.shell.watchUntil = nil
+                return true
             }
-            self?.advanceOnEndpoint()
+            if ended == true { self?.advanceOnEndpoint() }
         }
     }
 }

@@ -30,7 +30,7 @@ enum Console {
     static func result(_ who: String, _ line: String) {
         let text = "[\(stamp())] \(who): \(line)\n"
         // While the shell's line editor owns the terminal it writes above the prompt.
-        if LineEditor.isActive { LineEditor.print(text) } else { write(text, to: 1) }
+        LineEditor.print(text)
     }
 
     static func write(_ text: String, to descriptor: Int32) {
@@ -64,7 +64,8 @@ struct ConsoleLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let level = event.level >= .warning ? "\(event.level): " : ""
-        Console.write("[\(Console.stamp())] \(label()): \(level)\(event.message)\n", to: 2)
+        // Above the shell's prompt while its line editor owns the terminal, as results are.
+        LineEditor.print("[\(Console.stamp())] \(label()): \(level)\(event.message)\n", to: 2)
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {

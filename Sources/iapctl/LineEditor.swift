@@ -13,29 +13,69 @@ import Synchronization
 /// the terminal while it does: results printed meanwhile are handed to it
 /// (`print`) and it writes them above the prompt, then redraws the line
 /// being typed, so output never lands in the middle of an edit and arrow
-/// keys never show as escape bytes.
+/// keys never show as escape bytes. Log lines for standard error come the
+/// same way. Ctrl-C cancels the line being typed (and a `watch`), as in a
+/// readline shell; Ctrl-D at an empty prompt ends the input.
 enum LineEditor {
     static let prompt = "head-unit> "
 
     /// Whether the editor owns the terminal now.
     static var isActive: Bool { pending.withLock { $0.active } }
 
-    /// Writes `text` above the prompt (from any thread).
-    static func print(_ text: String) {
-        pending.withLock { $0.lines.append(text) }
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
+    /// Writes `text` above the prompt (from any thread), on standard output
+    /// or, for log lines, on `descriptor` 2.
+    static func print(_ text: String, to descriptor: Int32 = 1) {
+        let queued = pending.withLock { state -> Bool in
+            guard state.active else { return false }
+            state.lines.append((text, descriptor))
+            return true
+        }
+        if queued { wake(.output) } else { Console.write(text, to: descriptor) }
     }
 
-    /// Reads lines until end of input (Ctrl-D), delivering each; nil at the end.
-    static func start(_ deliver: @escaping @Sendable (String?) -> Void) throws {
+    /// Reads lines until end of input (Ctrl-D), delivering each; nil at the
+    /// end. `interrupt` is called on Ctrl-C: true when it stopped something
+    /// (the line is then cleared and the prompt drawn again), false when
+    /// there is nothing to interrupt, and the program ends as Ctrl-C ends
+    /// any program.
+    static func start(_ deliver: @escaping @Sendable (String?) -> Void, interrupt: @escaping @Sendable () -> Bool) throws {
+        Self.interrupt = interrupt
         try DedicatedThread.start("line editor") { run(deliver) }
+    }
+
+    /// Stops reading (the connection is gone and the program ends): the
+    /// terminal is left as it was found, and the line being typed, if any,
+    /// is returned (and kept in the history, so the up arrow recalls it).
+    static func stop() async -> String? {
+        guard isActive else { return nil }
+        return await withCheckedContinuation { continuation in
+            let already = pending.withLock { state -> Bool in
+                guard state.active else { return true }
+                state.stopped = continuation
+                return false
+            }
+            if already { continuation.resume(returning: nil) } else { wake(.stop) }
+        }
     }
 
     private struct Pending {
         var active = false
-        var lines: [String] = []
+        var lines: [(text: String, descriptor: Int32)] = []
+        var stopped: CheckedContinuation<String?, Never>?
     }
+
+    /// What a byte on the wake-up pipe asks of the editor's thread.
+    private enum Wake: UInt8 {
+        case output = 1, stop = 2, interrupt = 3
+    }
+
+    private static func wake(_ reason: Wake) {
+        var byte = reason.rawValue
+        _ = write(wake.write, &byte, 1)
+    }
+
+    /// Set before the editor's thread starts, read there only.
+    nonisolated(unsafe) private static var interrupt: (@Sendable () -> Bool)?
 
     private static let pending = Mutex(Pending())
     private static let wake: (read: Int32, write: Int32) = {
@@ -67,13 +107,24 @@ enum LineEditor {
         // Leave the terminal as it was found, however the program ends.
         atexit { if LineEditor.isActive { rl_callback_handler_remove() } }
         pending.withLock { $0.active = true }
+        catchInterrupts()
         var descriptors = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        var typed: String?
         while !finished {
             guard poll(&descriptors, 2, -1) >= 0 else {
                 if errno == EINTR { continue }
                 break
             }
-            if descriptors[1].revents != 0 { showPending() }
+            if descriptors[1].revents != 0 {
+                let reasons = drainWakes()
+                if reasons.contains(.stop) {
+                    typed = iapctl_rl_line_buffer().map { String(cString: $0) }
+                    finished = true
+                }
+                showPending()
+                if reasons.contains(.interrupt) && !finished { interrupted() }
+                if finished { break }
+            }
             if descriptors[0].revents != 0 {
                 rl_callback_read_char()
                 if accepted && !finished {
@@ -83,9 +134,61 @@ enum LineEditor {
                 }
             }
         }
-        pending.withLock { $0.active = false }
         rl_callback_handler_remove()
+        signal(SIGINT, SIG_DFL)
+        let stopped = pending.withLock { state -> CheckedContinuation<String?, Never>? in
+            state.active = false
+            defer { state.stopped = nil }
+            return state.stopped
+        }
         showPending()
+        let kept = typed.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        if let kept {
+            add_history(kept)
+            if let historyFile { _ = write_history(historyFile) }
+        }
+        if stopped != nil { Console.write("\n", to: 1) }
+        stopped?.resume(returning: kept)
+    }
+
+    /// Ctrl-C reaches the editor's thread as a byte on the wake-up pipe
+    /// (the handler does nothing else, as a signal handler must).
+    private static func catchInterrupts() {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in
+            var byte = LineEditor.Wake.interrupt.rawValue
+            _ = write(LineEditor.wake.write, &byte, 1)
+        }
+        action.sa_flags = SA_RESTART
+        sigemptyset(&action.sa_mask)
+        sigaction(SIGINT, &action, nil)
+    }
+
+    /// What the wake-up pipe asked for since the last look.
+    private static func drainWakes() -> Set<Wake> {
+        var reasons = Set<Wake>()
+        var byte: UInt8 = 0
+        while read(wake.read, &byte, 1) > 0 {
+            if let reason = Wake(rawValue: byte) { reasons.insert(reason) }
+        }
+        return reasons
+    }
+
+    /// Ctrl-C: the line being typed is dropped and a fresh prompt drawn, and
+    /// a running `watch` stops; with nothing to interrupt (no connection),
+    /// the program ends as Ctrl-C ends any program.
+    private static func interrupted() {
+        guard interrupt?() ?? false else {
+            pending.withLock { $0.active = false }
+            rl_callback_handler_remove()
+            Console.write("\n", to: 1)
+            signal(SIGINT, SIG_DFL)
+            raise(SIGINT)
+            return
+        }
+        Console.write("^C\n", to: 1)
+        rl_callback_handler_remove()
+        install()
     }
 
     private static func install() {
@@ -113,14 +216,13 @@ enum LineEditor {
     /// Results that arrived while the prompt was up: the line is cleared,
     /// they are written, and the prompt with what was typed is drawn again.
     private static func showPending() {
-        var byte: UInt8 = 0
-        while read(wake.read, &byte, 1) > 0 {}
-        let lines = pending.withLock { state -> [String] in
+        let lines = pending.withLock { state -> [(text: String, descriptor: Int32)] in
             defer { state.lines = [] }
             return state.lines
         }
         guard !lines.isEmpty else { return }
-        Console.write("\r\u{1B}[K" + lines.joined(), to: 1)
+        Console.write("\r\u{1B}[K", to: 1)
+        for line in lines { Console.write(line.text, to: line.descriptor) }
         if !finished { rl_forced_update_display() }
     }
 

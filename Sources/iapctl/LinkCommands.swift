@@ -80,7 +80,7 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: Se
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
         let shell = ShellFeed()
-        if kind == .headUnit || other != nil, !once { StandardInputLines.start { shell.feed($0) } }
+        if kind == .headUnit || other != nil, !once { StandardInputLines.start(interrupt: shell.interrupt) { shell.feed($0) } }
         let outcome = try await runConnection(kind, transport: transport, other: other, options: options, once: once, library: library,
                                               shell: shell, logger: logger, screen: screen)
         if let screen, !outcome.quit {
@@ -94,7 +94,7 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: Se
     let listener = try TCPTransport.listener(host: host, port: port)
     let traceFile = try options.trace.map { try TraceFile(path: $0) }
     let shell = ShellFeed()
-    if kind == .headUnit { StandardInputLines.start { shell.feed($0) } }
+    if kind == .headUnit { StandardInputLines.start(interrupt: shell.interrupt) { shell.feed($0) } }
     logger(kind.rawValue, "listening on \(options.transport); serving one connection after another (--once serves one)")
     var number = 0
     while true {
@@ -129,6 +129,22 @@ final class ShellFeed: Sendable {
             return shell == nil ? [] : state.waiting
         }
         for line in waiting { shell?.feed(line) }
+    }
+
+    /// Lines a connection's shell had not run when it ended: the next
+    /// connection's shell runs them first.
+    func keep(_ unrun: (lines: [String], inputEnded: Bool)) {
+        current.withLock { state in
+            state.waiting = unrun.lines.map { Optional($0) } + (unrun.inputEnded ? [nil] : []) + state.waiting
+        }
+    }
+
+    /// Ctrl-C at the prompt: stops a `watch`. False when no connection's
+    /// shell is there to take it (the program then ends, as Ctrl-C does).
+    func interrupt() -> Bool {
+        guard let shell = current.withLock({ $0.shell }) else { return false }
+        shell.interrupt()
+        return true
     }
 }
 
@@ -181,7 +197,10 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     let counterpart = try other.map { try endpoint(counterpartKind, over: $0) }
     let headUnit = kind == .headUnit ? end : counterpart
     // The head unit's view, and its shell unless it only waits for now playing.
-    let headUnitShell = headUnit.map { endpoint in ShellDriver(endpoint: endpoint) { Console.result(EndKind.headUnit.rawValue, $0) } }
+    // At a prompt the typed line shows already: no `> line` echo.
+    let headUnitShell = headUnit.map { endpoint in
+        ShellDriver(endpoint: endpoint, echoesLines: !LineEditor.isActive) { Console.result(EndKind.headUnit.rawValue, $0) }
+    }
     let runsShell = !(kind == .headUnit && once)
     // The head unit is done after its first now-playing update with --once;
     // otherwise when its shell has quit (or its script ended and every
@@ -226,7 +245,11 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
         group.cancelAll()
         await group.waitForAll()
     }
+    // What the shell had still to do when the connection ended: kept for the next connection when serving.
+    let shellDone = headUnitShell.map { $0.quit || $0.finished } ?? true
+    let unrun = headUnitShell?.takeUnrunLines() ?? (lines: [], inputEnded: true)
     shell.attach(nil)
+    if serving { shell.keep(unrun) }
     if let screen, let headUnit { screen.detach(headUnit, reason: headUnit.endReason ?? "the connection ended") }
     var failed = false
     if let headUnit, !headUnit.everUp || (once && headUnit.nowPlayingUpdates == 0) { failed = true }
@@ -234,6 +257,16 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     // A script (not a person at the prompt) with lines that could not be carried out fails at its end.
     if !interactive, runsShell, let mistakes = headUnitShell?.mistakes, mistakes > 0 {
         logger(kind.rawValue, "the script had \(mistakes) line\(mistakes == 1 ? "" : "s") that could not be carried out (above)", level: .error)
+        failed = true
+    }
+    // The connection ended under a shell that was not done (the phone went away): what it did not run is named.
+    if runsShell, !serving, !shellDone {
+        let typed = await LineEditor.stop()
+        let notRun = unrun.lines + (typed.map { [$0] } ?? [])
+        let reason = headUnit?.endReason ?? end.endReason ?? "the connection ended"
+        logger(kind.rawValue, "the connection ended (\(reason)) before the shell's input did"
+               + (notRun.isEmpty ? "" : "; not run: " + notRun.map { "'\($0)'" }.joined(separator: ", "))
+               + (typed == nil ? "" : " (the line being typed is kept in the history)"), level: .error)
         failed = true
     }
     return ConnectionOutcome(quit: headUnitShell?.quit ?? false, failed: failed)
@@ -325,8 +358,9 @@ struct HeadUnit: AsyncParsableCommand {
           printf 'cd 1\\ncd 2\\nplay 4\\nnp\\n' | iapctl head-unit
 
         The exit status is 1 when the link never came up (or, with --once, when no
-        now-playing update arrived), or when a script had lines that could not be
-        carried out.
+        now-playing update arrived), when a script had lines that could not be
+        carried out, or when the connection ended before the shell's input did
+        (the phone went away: the lines not run are named).
         """
     )
 

@@ -6,12 +6,13 @@ import IAPTransport
 /// Standard input, line by line, on its own thread (a blocking read never
 /// runs on Swift concurrency's pool). `nil` marks the end. On a terminal the
 /// lines come through the line editor (prompt, editing, history,
-/// completion); on a pipe they are read as they are, so scripts work.
+/// completion, Ctrl-C handed to `interrupt`); on a pipe they are read as
+/// they are, so scripts work.
 enum StandardInputLines {
-    static func start(_ deliver: @escaping @Sendable (String?) -> Void) {
+    static func start(interrupt: @escaping @Sendable () -> Bool, _ deliver: @escaping @Sendable (String?) -> Void) {
         do {
             if isatty(0) == 1 && isatty(1) == 1 {
-                try LineEditor.start(deliver)
+                try LineEditor.start(deliver, interrupt: interrupt)
                 return
             }
             try DedicatedThread.start("standard input") {

@@ -170,6 +170,53 @@ import Testing
         }
     }
 
+    // MARK: head-unit shell
+
+    /// A phone that dies mid-script: the head unit names the lines it did
+    /// not run and exits 1, as its help says. It exited 0 and dropped them.
+    @Test func aScriptWhosePhoneDiesNamesTheLinesNotRunAndFails() throws {
+        let port = try ServingTests.freePort()
+        let directory = try Self.temporaryDirectory()
+        func process(_ arguments: [String], input: Any, name: String) throws -> (Process, URL, URL) {
+            let outputs = [directory.appendingPathComponent("\(name).out"), directory.appendingPathComponent("\(name).err")]
+            for url in outputs { try Data().write(to: url) }
+            let process = Process()
+            process.executableURL = Self.binary
+            process.arguments = arguments
+            process.standardInput = input
+            process.standardOutput = try FileHandle(forWritingTo: outputs[0])
+            process.standardError = try FileHandle(forWritingTo: outputs[1])
+            try process.run()
+            return (process, outputs[0], outputs[1])
+        }
+        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+        func wait(seconds: Double, until done: () -> Bool) -> Bool {
+            let start = Date()
+            while !done() && Date().timeIntervalSince(start) < seconds { usleep(20_000) }
+            return done()
+        }
+        let (phone, _, phoneLog) = try process(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], input: FileHandle.nullDevice, name: "phone")
+        defer {
+            if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
+            phone.waitUntilExit()
+        }
+        try #require(wait(seconds: 30) { text(phoneLog).contains("listening on") }, "the phone did not listen: \(text(phoneLog))")
+        let script = Pipe()
+        let (headUnit, stdout, stderr) = try process(["head-unit", "--transport", "tcp:127.0.0.1:\(port)"], input: script, name: "head-unit")
+        defer {
+            if headUnit.isRunning { kill(headUnit.processIdentifier, SIGKILL) }
+            headUnit.waitUntilExit()
+        }
+        script.fileHandleForWriting.write(Data("cd 1\nwatch 30\nls\nnp\n".utf8))
+        try script.fileHandleForWriting.close()
+        try #require(wait(seconds: 30) { text(stdout).contains("> watch 30") }, "the script did not get to its watch: \(text(stdout)) \(text(stderr))")
+        kill(phone.processIdentifier, SIGKILL)
+        try #require(wait(seconds: 30) { !headUnit.isRunning }, "the head unit did not end when its phone died")
+        #expect(headUnit.terminationStatus == 1)
+        let errors = text(stderr)
+        #expect(errors.contains("error: the connection ended (") && errors.contains("before the shell's input did; not run: 'ls', 'np'"), "\(errors)")
+    }
+
     // MARK: usage mistakes
 
     /// A word that names no command was an "unexpected argument".
