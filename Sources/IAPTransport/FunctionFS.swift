@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Dispatch
+import IAPWire
 import Synchronization
 import SystemPackage
 
@@ -30,6 +31,9 @@ public enum FunctionFSDescriptors {
         static let fullSpeed: UInt32 = 1
         static let highSpeed: UInt32 = 2
         static let superSpeed: UInt32 = 4
+        /// Requests to the device (Apple's vendor requests) reach the
+        /// function too, not only those to its interface and endpoints.
+        static let allControlRecipients: UInt32 = 64
     }
 
     /// Bulk max packet size per speed.
@@ -59,6 +63,63 @@ public enum FunctionFSDescriptors {
         block.appendLE32(3)
         block.appendLE32(5)
         return block + body
+    }
+
+    /// The HID report descriptor a real iPhone reports at high speed
+    /// (208 bytes; shared USB-HID-FACTS.md §1b: oandrew/ipod-gadget's
+    /// `ipod_hid_report`, wDescriptorLength 208 in real devices' dumps):
+    /// input reports 0x01-0x0C of 5 to 767 bytes, output reports 0x0D-0x15
+    /// of 5 to 255 bytes, vendor page 0xFF00, 8-bit fields.
+    public static let iPhoneReportDescriptor: [UInt8] = [
+        0x06, 0x00, 0xFF, 0x09, 0x01, 0xA1, 0x01, 0x75, 0x08, 0x26, 0x80, 0x00, 0x15, 0x00,
+        0x09, 0x01, 0x85, 0x01, 0x95, 0x05, 0x82, 0x02, 0x01, 0x09, 0x01, 0x85, 0x02, 0x95, 0x09, 0x82, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x03, 0x95, 0x0D, 0x82, 0x02, 0x01, 0x09, 0x01, 0x85, 0x04, 0x95, 0x11, 0x82, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x05, 0x95, 0x19, 0x82, 0x02, 0x01, 0x09, 0x01, 0x85, 0x06, 0x95, 0x31, 0x82, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x07, 0x95, 0x5F, 0x82, 0x02, 0x01, 0x09, 0x01, 0x85, 0x08, 0x95, 0xC1, 0x82, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x09, 0x96, 0x01, 0x01, 0x82, 0x02, 0x01, 0x09, 0x01, 0x85, 0x0A, 0x96, 0x81, 0x01, 0x82, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x0B, 0x96, 0x01, 0x02, 0x82, 0x02, 0x01, 0x09, 0x01, 0x85, 0x0C, 0x96, 0xFF, 0x02, 0x82, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x0D, 0x95, 0x05, 0x92, 0x02, 0x01, 0x09, 0x01, 0x85, 0x0E, 0x95, 0x09, 0x92, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x0F, 0x95, 0x0D, 0x92, 0x02, 0x01, 0x09, 0x01, 0x85, 0x10, 0x95, 0x11, 0x92, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x11, 0x95, 0x19, 0x92, 0x02, 0x01, 0x09, 0x01, 0x85, 0x12, 0x95, 0x31, 0x92, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x13, 0x95, 0x5F, 0x92, 0x02, 0x01, 0x09, 0x01, 0x85, 0x14, 0x95, 0xC1, 0x92, 0x02, 0x01,
+        0x09, 0x01, 0x85, 0x15, 0x95, 0xFF, 0x92, 0x02, 0x01, 0xC0,
+    ]
+
+    /// The HID class descriptor (type 0x21): HID 1.11, no country, one
+    /// report descriptor of `reportLength` bytes.
+    static func hidClassDescriptor(reportLength: Int) -> [UInt8] {
+        [9, 0x21, 0x11, 0x01, 0, 1, 0x22, UInt8(reportLength & 0xFF), UInt8(reportLength >> 8)]
+    }
+
+    /// The descriptor block for an iPhone's iAP-over-HID interface, as in
+    /// its configuration 2: interface class 3 (HID), subclass 0, protocol 0,
+    /// the HID class descriptor, one interrupt IN endpoint of 64 bytes
+    /// polled every (micro)frame. Output reports come by SET_REPORT on ep0,
+    /// so the function also asks for requests to the device (Apple's power
+    /// request).
+    public static func hid(reportDescriptor: [UInt8]) -> [UInt8] {
+        let interface: [UInt8] = [9, 4, 0, 0, 1, 0x03, 0x00, 0x00, 0] + hidClassDescriptor(reportLength: reportDescriptor.count)
+        let endpoint: [UInt8] = [7, 5, 0x81, 0x03, 64, 0, 1]
+        let companion: [UInt8] = [6, 0x30, 0, 0, 64, 0]
+        let body = interface + endpoint + interface + endpoint + interface + endpoint + companion
+        var block: [UInt8] = []
+        block.appendLE32(Magic.descriptorsV2)
+        block.appendLE32(UInt32(12 + 12 + body.count))
+        block.appendLE32(Flag.fullSpeed | Flag.highSpeed | Flag.superSpeed | Flag.allControlRecipients)
+        block.appendLE32(3)
+        block.appendLE32(3)
+        block.appendLE32(4)
+        return block + body
+    }
+
+    /// A strings block with no strings (the iPhone's HID interface names none).
+    static var noStrings: [UInt8] {
+        var block: [UInt8] = []
+        block.appendLE32(Magic.strings)
+        block.appendLE32(16)
+        block.appendLE32(0)
+        block.appendLE32(0)
+        return block
     }
 
     /// The strings block: the interface's name in US English.
@@ -94,24 +155,58 @@ public enum FunctionFSEvent: UInt8, Sendable, CustomStringConvertible {
     static let size = 12
 }
 
-/// A Linux board as USB test hardware: FunctionFS's ep0 gets the iAP
-/// interface's descriptors, and each time the host enables the function
+/// What a gadget's function carries iAP on.
+public enum GadgetFunction: Sendable, Hashable {
+    /// The bulk "iAP Interface" (what an accessory presents after the role
+    /// switch; the lab's test hardware).
+    case bulk
+    /// iAP over HID, as a real iPhone carries it: a HID interface with this
+    /// report descriptor, input reports on its interrupt IN endpoint, output
+    /// reports by SET_REPORT.
+    case hid(reportDescriptor: [UInt8])
+}
+
+/// A Linux board as USB test hardware: FunctionFS's ep0 gets the
+/// function's descriptors, and each time the host enables the function
 /// (plugged in and configured) a fresh connection — a `Transport` over the
-/// bulk endpoint files — is handed to `onConnection`. Disable, unbind and
+/// endpoint files — is handed to `onConnection`. Disable, unbind and
 /// suspend end that connection, once; the next enable starts a new one.
+///
+/// As a HID function it answers on ep0 as real devices do (shared
+/// USB-HID-FACTS.md §3a, §3d): GET_DESCRIPTOR for the report and HID
+/// descriptors, SET_REPORT (its data taken as an output report, whatever
+/// length form the host uses), SET_IDLE and Apple's power request (0x40/0x40)
+/// acknowledged, GET_REPORT answered with zeros; anything else stalls.
 public final class FunctionFSGadget: Sendable {
     public let mountPoint: String
+    public let function: GadgetFunction
     private let ep0: Int32
-    private let current = Mutex<EndpointTransport?>(nil)
+    private let current = Mutex<(any GadgetConnection)?>(nil)
+    /// The HID function's reports, read from its own descriptor.
+    private let reports: IAPHIDReports?
 
     /// Opens ep0 under the FunctionFS mount point and writes the descriptors
     /// and strings; the UDC may be bound once this returns.
-    public init(mountPoint: String) throws(TransportError) {
+    public init(mountPoint: String, function: GadgetFunction = .bulk) throws(TransportError) {
         self.mountPoint = mountPoint
+        self.function = function
+        let blocks: [(String, [UInt8])]
+        switch function {
+        case .bulk:
+            reports = nil
+            blocks = [("descriptors", FunctionFSDescriptors.descriptors), ("strings", FunctionFSDescriptors.strings)]
+        case .hid(let reportDescriptor):
+            do {
+                reports = try IAPHIDReports(descriptor: reportDescriptor)
+            } catch {
+                throw TransportError(.invalidSpec, "the gadget's own HID report descriptor offers no iAP reports: \(error.detail)")
+            }
+            blocks = [("descriptors", FunctionFSDescriptors.hid(reportDescriptor: reportDescriptor)), ("strings", FunctionFSDescriptors.noStrings)]
+        }
         let fd = try TransportError.open(mountPoint + "/ep0", .readWrite, options: [], what: "cannot open \(mountPoint)/ep0") { _ in
             " (is functionfs mounted there? see scripts/gadget-setup.sh)"
         }
-        for (what, block) in [("descriptors", FunctionFSDescriptors.descriptors), ("strings", FunctionFSDescriptors.strings)] {
+        for (what, block) in blocks {
             let written = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             guard written == block.count else {
                 let failure = written < 0 ? errno : EIO
@@ -145,14 +240,18 @@ public final class FunctionFSGadget: Sendable {
             var offset = 0
             while offset + FunctionFSEvent.size <= count {
                 let type = buffer[offset + 8]
-                let requestType = buffer[offset]
+                let setup = Array(buffer[offset..<offset + 8])
                 offset += FunctionFSEvent.size
                 guard let event = FunctionFSEvent(rawValue: type) else { continue }
                 onEvent(event)
                 switch event {
                 case .enable:
                     endConnection(TransportError(.closed, "the host enabled the function again"))
-                    let transport = EndpointTransport(input: mountPoint + "/ep2", output: mountPoint + "/ep1")
+                    let transport: any GadgetConnection = if let reports {
+                        HIDGadgetTransport(output: mountPoint + "/ep1", reports: reports)
+                    } else {
+                        EndpointTransport(input: mountPoint + "/ep2", output: mountPoint + "/ep1")
+                    }
                     current.withLock { $0 = transport }
                     onConnection(transport)
                 case .disable, .suspend:
@@ -161,10 +260,7 @@ public final class FunctionFSGadget: Sendable {
                     // The UDC may be bound again later: keep ep0 open.
                     endConnection(TransportError(.closed, "the gadget was unbound"))
                 case .setup:
-                    // No class or vendor requests are defined: stall, which
-                    // FunctionFS does when ep0 is used in the wrong direction.
-                    var none: UInt8 = 0
-                    if requestType & 0x80 != 0 { _ = read(ep0, &none, 0) } else { _ = write(ep0, &none, 0) }
+                    answer(setup)
                 case .bind, .resume:
                     break
                 }
@@ -172,8 +268,43 @@ public final class FunctionFSGadget: Sendable {
         }
     }
 
+    /// Answers a control request on ep0. The data stage (or, without data,
+    /// the status stage) is a read for a request to the device and a write
+    /// for one from it; using ep0 the other way stalls, as FunctionFS does.
+    private func answer(_ setup: [UInt8]) {
+        let requestType = setup[0], request = setup[1]
+        let value = UInt16(setup[2]) | UInt16(setup[3]) << 8
+        let length = Int(UInt16(setup[6]) | UInt16(setup[7]) << 8)
+        func send(_ bytes: [UInt8]) {
+            let reply = Array(bytes.prefix(length))
+            while reply.withUnsafeBytes({ write(ep0, $0.baseAddress, $0.count) }) < 0 && errno == EINTR {}
+        }
+        func take() -> [UInt8] {
+            var data = [UInt8](repeating: 0, count: length)
+            var count = -1
+            repeat { count = data.withUnsafeMutableBytes { read(ep0, $0.baseAddress, $0.count) } } while count < 0 && errno == EINTR
+            return Array(data.prefix(max(0, count)))
+        }
+        func stall() {
+            var none: UInt8 = 0
+            if requestType & 0x80 != 0 { _ = read(ep0, &none, 0) } else { _ = write(ep0, &none, 0) }
+        }
+        guard case .hid(let reportDescriptor) = function else { return stall() }
+        switch (requestType, request) {
+        case (0x81, 0x06) where value == 0x2200: send(reportDescriptor)
+        case (0x81, 0x06) where value == 0x2100: send(FunctionFSDescriptors.hidClassDescriptor(reportLength: reportDescriptor.count))
+        case (0x21, 0x09):  // SET_REPORT: the data stage is an output report
+            let report = take()
+            let transport = current.withLock { $0 }
+            transport?.outputReport(report)
+        case (0x21, 0x0A), (0x40, 0x40): _ = take()  // SET_IDLE; Apple's power request
+        case (0xA1, 0x01): send([UInt8](repeating: 0, count: length))  // GET_REPORT
+        default: stall()
+        }
+    }
+
     private func endConnection(_ reason: TransportError) {
-        let transport = current.withLock { current -> EndpointTransport? in
+        let transport = current.withLock { current -> (any GadgetConnection)? in
             defer { current = nil }
             return current
         }
@@ -181,9 +312,17 @@ public final class FunctionFSGadget: Sendable {
     }
 }
 
+/// A gadget's connection: a transport the ep0 loop can end, and hand
+/// output reports to.
+protocol GadgetConnection: Transport {
+    func end(_ reason: TransportError)
+    /// An output report that came by SET_REPORT (HID functions only).
+    func outputReport(_ report: [UInt8])
+}
+
 /// A connection over two FunctionFS endpoint files: bulk OUT read, bulk IN
 /// written.
-final class EndpointTransport: Transport {
+final class EndpointTransport: GadgetConnection {
     let name = "gadget"
     /// One link packet per bulk transfer: a host may read each transfer as
     /// one packet.
@@ -263,6 +402,8 @@ final class EndpointTransport: Transport {
     /// After the writes queued before it (an RST, say).
     func close() { writer.sync { end(TransportError(.closed, "closed by this end")) } }
 
+    func outputReport(_ report: [UInt8]) {}
+
     /// Reports `.closed` once and releases the endpoint files.
     func end(_ reason: TransportError) {
         let (inFD, outFD, handler) = state.withLock { current -> (Int32, Int32, (@Sendable (TransportEvent) -> Void)?) in
@@ -273,6 +414,75 @@ final class EndpointTransport: Transport {
         }
         if inFD >= 0 { Glibc.close(inFD) }
         if outFD >= 0 { Glibc.close(outFD) }
+        handler?(.closed(reason))
+    }
+}
+
+/// iAP over HID on the device side: output reports arrive by SET_REPORT
+/// (from the ep0 loop) and are reassembled into packets; writes leave as
+/// input reports on the interrupt IN endpoint file, each report one write,
+/// padded to its declared size.
+final class HIDGadgetTransport: GadgetConnection {
+    let name = "gadget (HID)"
+    /// Each write is one packet in its own reports.
+    var acceptsCoalescedWrites: Bool { false }
+    /// Writes block until the host reads; they go out from here, in order.
+    private let writer = DispatchQueue(label: "iap.gadget.hid.write")
+    private let output: String
+    private let reportWriter: IAPHIDReportWriter
+    private let state: Mutex<(fd: Int32, handler: (@Sendable (TransportEvent) -> Void)?, closed: Bool, reassembler: IAPHIDReassembler)>
+
+    init(output: String, reports: IAPHIDReports) {
+        self.output = output
+        reportWriter = IAPHIDReportWriter(reports: reports.input)
+        state = Mutex((-1, nil, false, IAPHIDReassembler(reports: reports.output)))
+    }
+
+    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        let fd = try TransportError.open(output, .writeOnly, options: [], what: "cannot open the gadget's endpoint \(output)")
+        state.withLock {
+            $0.fd = fd
+            $0.handler = handler
+        }
+    }
+
+    /// Reports the host sent that cannot be used (an unknown id, a
+    /// continuation with no start) are skipped; the link layer's checksums
+    /// catch what they leave missing.
+    func outputReport(_ report: [UInt8]) {
+        let (handler, packet) = state.withLock { state -> ((@Sendable (TransportEvent) -> Void)?, [UInt8]?) in
+            guard !state.closed else { return (nil, nil) }
+            guard case .complete(let packet) = state.reassembler.append(report: report) else { return (nil, nil) }
+            return (state.handler, IAPHIDReassembler.trimmingPadding(packet))
+        }
+        if let packet { handler?(.received(packet)) }
+    }
+
+    func write(_ bytes: [UInt8]) {
+        writer.async { [self] in
+            for report in reportWriter.transfers(carrying: bytes) {
+                let fd = state.withLock { $0.closed ? -1 : $0.fd }
+                guard fd >= 0 else { return }
+                var written = -1
+                repeat { written = report.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } } while written < 0 && errno == EINTR
+                if written < 0 {
+                    end(TransportError("writing an input report to the host failed", errno: errno))
+                    return
+                }
+            }
+        }
+    }
+
+    func close() { writer.sync { end(TransportError(.closed, "closed by this end")) } }
+
+    func end(_ reason: TransportError) {
+        let (fd, handler) = state.withLock { current -> (Int32, (@Sendable (TransportEvent) -> Void)?) in
+            guard !current.closed else { return (-1, nil) }
+            current.closed = true
+            defer { current.handler = nil }
+            return (current.fd, current.handler)
+        }
+        if fd >= 0 { Glibc.close(fd) }
         handler?(.closed(reason))
     }
 }

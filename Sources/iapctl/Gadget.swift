@@ -28,12 +28,40 @@ struct Gadget: AsyncParsableCommand {
         or, to bind it yourself once this command has written the descriptors:
           ls /sys/class/udc | head -1 > /sys/kernel/config/usb_gadget/iapdevkit/UDC
         Docs/Hardware.md has the whole procedure.
+
+        `--identity iphone` presents what a real iPhone presents to a car in its
+        "iPod USB Interface" configuration instead: Apple's vendor id 05ac with an
+        iPhone product id (--product-id, default 12a8), and iAP over HID (a HID
+        interface with the real 208-byte report descriptor, input reports on an
+        interrupt IN endpoint, output reports by SET_REPORT in either length
+        form); it answers SET_IDLE, GET_REPORT and Apple's power request as real
+        devices do. With --udc the ids and strings are written to the configfs
+        gadget before it is bound. A head unit on the host reaches it with
+        --transport usb:05ac:12a8 (or usb:auto). The default identity (lab) is the
+        project's test hardware, 1209:0001 with the bulk iAP interface.
         """
     )
+
+    enum Identity: String, ExpressibleByArgument, CaseIterable {
+        case lab, iphone
+    }
 
     @Option(help: ArgumentHelp("The role to run over USB: phone or head-unit.", valueName: "phone|head-unit"),
             completion: .list(["phone", "head-unit"]))
     var role: String = "phone"
+
+    @Option(help: ArgumentHelp("What the host sees: lab (1209:0001, the bulk iAP interface) or iphone (05ac with an iPhone product id, iAP over HID).",
+                               valueName: "lab|iphone"))
+    var identity: Identity = .lab
+
+    @Option(help: ArgumentHelp("With --identity iphone: the product id to present, in hex (05ac:12xx are iPhones and iPods).", valueName: "pid"),
+            transform: { text in
+                guard let value = UInt16(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16) else {
+                    throw ValidationError("--product-id is four hex digits, such as 12a8, not \(text)")
+                }
+                return value
+            })
+    var productID: UInt16 = 0x12A8
 
     @Option(help: ArgumentHelp("Where functionfs is mounted.", valueName: "directory"), completion: .directory)
     var ffs: String = "/dev/ffs-iap"
@@ -54,6 +82,7 @@ struct Gadget: AsyncParsableCommand {
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
+        if identity == .iphone && role != "phone" { throw ValidationError("--identity iphone presents a phone: it needs --role phone") }
     }
 
     func run() async throws {
@@ -62,7 +91,7 @@ struct Gadget: AsyncParsableCommand {
         let kind: EndKind = role == "phone" ? .phone : .headUnit
         let gadgetDevice: FunctionFSGadget
         do {
-            gadgetDevice = try FunctionFSGadget(mountPoint: ffs)
+            gadgetDevice = try FunctionFSGadget(mountPoint: ffs, function: identity == .iphone ? .hid(reportDescriptor: FunctionFSDescriptors.iPhoneReportDescriptor) : .bulk)
         } catch {
             throw CommandFailure(message: error.description)
         }
@@ -80,7 +109,10 @@ struct Gadget: AsyncParsableCommand {
             throw CommandFailure(message: error.description)
         }
         let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
-        if let udc { try bind(udc, logger: logger) }
+        if let udc {
+            if identity == .iphone { try presentAsIPhone(logger: logger) }
+            try bind(udc, logger: logger)
+        }
         let traceFile = try trace.map { try TraceFile(path: $0) }
         var number = 0
         for await usb in connections {
@@ -103,6 +135,27 @@ struct Gadget: AsyncParsableCommand {
                 logger(label, "disconnected")
             }
         }
+    }
+
+    /// Writes an iPhone's ids and strings to the configfs gadget (it is not
+    /// bound yet, so the kernel takes them).
+    private func presentAsIPhone(logger: Log) throws {
+        let values = [
+            ("idVendor", "0x05ac"), ("idProduct", "0x" + String(productID, radix: 16)), ("bcdDevice", "0x1005"),
+            ("strings/0x409/manufacturer", "Apple Inc."), ("strings/0x409/product", "iPhone"),
+            ("configs/c.1/strings/0x409/configuration", "iPod USB Interface"),
+        ]
+        for (name, value) in values {
+            let path = gadget + "/" + name
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw ValidationError("cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
+            defer { close(fd) }
+            let line = value + "\n"
+            guard line.withCString({ write(fd, $0, strlen($0)) }) > 0 else {
+                throw ValidationError("writing \(value) to \(path) failed: \(Errno(rawValue: errno).description)")
+            }
+        }
+        logger("gadget", "presenting an iPhone: 05ac:\(String(productID, radix: 16)), iAP over HID")
     }
 
     private func bind(_ requested: String, logger: Log) throws {
