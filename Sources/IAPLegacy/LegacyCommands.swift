@@ -31,6 +31,8 @@ enum General {
     static let ackDevAuthenticationStatus: UInt16 = 0x19
     static let getOptions: UInt16 = 0x24
     static let returnOptions: UInt16 = 0x25
+    static let getPreferences: UInt16 = 0x29
+    static let retPreferences: UInt16 = 0x2A
     static let startIDPS: UInt16 = 0x38
     static let setFIDTokenValues: UInt16 = 0x39
     static let retFIDTokenValueAcks: UInt16 = 0x3A
@@ -38,6 +40,8 @@ enum General {
     static let idpsStatus: UInt16 = 0x3C
     static let getOptionsForLingo: UInt16 = 0x4B
     static let retOptionsForLingo: UInt16 = 0x4C
+    static let getSupportedEventNotification: UInt16 = 0x4F
+    static let retSupportedEventNotification: UInt16 = 0x51
 }
 
 enum Extended {

@@ -373,6 +373,10 @@ public struct LegacyPhone: Sendable {
         default:
             break
         }
+        // What the phone says of itself: answered once the head unit has
+        // identified, and during IDPS, as a real iPod does (a head unit asks
+        // for options and the payload size between StartIDPS and EndIDPS).
+        if isIdentified || idps != nil, let answer = describe(packet, reply: reply) { return answer }
         // Requests that need the head unit identified.
         guard isIdentified else { return [generalAck(.badParameter, reply)] }
         switch packet.command {
@@ -383,6 +387,17 @@ public struct LegacyPhone: Sendable {
             guard servesExtended else { return [generalAck(.badParameter, reply)] }
             isInRemoteUIMode = packet.command == General.enterRemoteUIMode
             return [generalAck(.success, reply)]
+        default:
+            return [generalAck(.badParameter, reply), .log("General lingo command 0x\(hex(UInt8(truncatingIfNeeded: packet.command))) is not served")]
+        }
+    }
+
+    /// The General lingo's questions about the phone itself (name, versions,
+    /// options, payload size, preferences, notifications it can send), or
+    /// nil for any other command.
+    private func describe(_ packet: IAP1Packet, reply: Reply) -> [Output]? {
+        let data = packet.data
+        switch packet.command {
         case General.requestName:
             return [.send(response(General.lingo, General.returnName, string(identity.name), replyingTo: reply))]
         case General.requestSoftwareVersion:
@@ -400,13 +415,29 @@ public struct LegacyPhone: Sendable {
         case General.getOptions:
             return [.send(response(General.lingo, General.returnOptions, Array(repeating: 0, count: 8), replyingTo: reply))]
         case General.getOptionsForLingo:
-            // Extended Interface: nested playlists (bit 2) and PlayControl (bit 6).
-            let options: [UInt8: UInt64] = [General.lingo: 0, Extended.lingo: 1 << 2 | 1 << 6]
-            guard let lingo = data.first, let value = options[lingo] else { return [generalAck(.badParameter, reply)] }
-            return [.send(response(General.lingo, General.retOptionsForLingo, [lingo] + u64(value), replyingTo: reply))]
+            // Every lingo a head unit may ask about is answered, as a real
+            // iPod does: its options, none for a lingo the phone does not
+            // serve. A refusal here makes a head unit give up (a Pioneer
+            // AVH-4200NEX asks for lingoes 0, 2, 3, 4, 0x0A and 0x0C during IDPS).
+            guard let lingo = data.first else { return [generalAck(.badParameter, reply)] }
+            return [.send(response(General.lingo, General.retOptionsForLingo, [lingo] + u64(Self.options(lingo: lingo)), replyingTo: reply))]
+        case General.getPreferences:
+            // No video or line-out settings to keep: every class's setting is 0.
+            guard let preferenceClass = data.first else { return [generalAck(.badParameter, reply)] }
+            return [.send(response(General.lingo, General.retPreferences, [preferenceClass, 0], replyingTo: reply))]
+        case General.getSupportedEventNotification:
+            // The phone sends no iPodNotification events.
+            return [.send(response(General.lingo, General.retSupportedEventNotification, u64(0), replyingTo: reply))]
         default:
-            return [generalAck(.badParameter, reply), .log("General lingo command 0x\(hex(UInt8(truncatingIfNeeded: packet.command))) is not served")]
+            return nil
         }
+    }
+
+    /// RetiPodOptionsForLingo's bits: the Extended Interface's nested
+    /// playlists (bit 2) and PlayControl (bit 6); nothing claimed for the
+    /// General lingo (no video or line-out) or any lingo the phone does not serve.
+    static func options(lingo: UInt8) -> UInt64 {
+        lingo == Extended.lingo ? 1 << 2 | 1 << 6 : 0
     }
 
     private var servesExtended: Bool { lingoes & 1 << Extended.lingo != 0 }

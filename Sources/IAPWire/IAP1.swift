@@ -169,9 +169,10 @@ public enum IAP1Catalog {
             (0x13, "IdentifyDeviceLingoes"),
             (0x14, "GetDevAuthenticationInfo"), (0x15, "RetDevAuthenticationInfo"), (0x16, "AckDevAuthenticationInfo"),
             (0x17, "GetDevAuthenticationSignature"), (0x18, "RetDevAuthenticationSignature"), (0x19, "AckDevAuthenticationStatus"),
-            (0x24, "GetiPodOptions"), (0x25, "RetiPodOptions"),
+            (0x24, "GetiPodOptions"), (0x25, "RetiPodOptions"), (0x29, "GetiPodPreferences"), (0x2A, "RetiPodPreferences"),
             (0x38, "StartIDPS"), (0x39, "SetFIDTokenValues"), (0x3A, "RetFIDTokenValueACKs"),
             (0x3B, "EndIDPS"), (0x3C, "IDPSStatus"), (0x4B, "GetiPodOptionsForLingo"), (0x4C, "RetiPodOptionsForLingo"),
+            (0x4F, "GetSupportedEventNotification"), (0x51, "RetSupportedEventNotification"),
             (0xEE, "iAP2Detect"),
         ]
         let extended: [(UInt16, String)] = [

@@ -199,7 +199,7 @@ func text(_ packet: IAP1Packet?) -> String? {
         #expect(harness.receive(IAP1Packet(lingo: 0, command: 0x03)).first?.data == [1])
         #expect(harness.receive(IAP1Packet(lingo: 0, command: 0x4B, data: [4])).first?.data == [4] + u64(1 << 2 | 1 << 6))
         // A command this phone does not serve is refused, never left unanswered.
-        #expect(harness.receive(IAP1Packet(lingo: 0, command: 0x29)).first?.data == [0x04, 0x29])
+        #expect(harness.receive(IAP1Packet(lingo: 0, command: 0x64)).first?.data == [0x04, 0x64])
         // Traces name everything the phone sends (IAP1Catalog).
         #expect(harness.sent.filter { $0.name == nil }.isEmpty, "unnamed: \(harness.sent.filter { $0.name == nil }.map(\.command))")
     }
