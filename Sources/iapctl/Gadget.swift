@@ -29,16 +29,17 @@ struct Gadget: AsyncParsableCommand {
           ls /sys/class/udc | head -1 > /sys/kernel/config/usb_gadget/iapdevkit/UDC
         Docs/Hardware.md has the whole procedure.
 
-        `--identity iphone` presents what a real iPhone presents to a car in its
-        "iPod USB Interface" configuration instead: Apple's vendor id 05ac with an
-        iPhone product id (--product-id, default 12a8), and iAP over HID (a HID
-        interface with the real 208-byte report descriptor, input reports on an
-        interrupt IN endpoint, output reports by SET_REPORT in either length
-        form); it answers SET_IDLE, GET_REPORT and Apple's power request as real
-        devices do. With --udc the ids and strings are written to the configfs
-        gadget before it is bound. A head unit on the host reaches it with
-        --transport usb:05ac:12a8 (or usb:auto). The default identity (lab) is the
-        project's test hardware, 1209:0001 with the bulk iAP interface.
+        `--identity iphone` serves what a real iPhone shows a car instead: iAP
+        over HID (a HID interface with the real 208-byte report descriptor, input
+        reports on an interrupt IN endpoint, output reports by SET_REPORT in
+        either length form), answering SET_IDLE, GET_REPORT and Apple's power
+        request as real devices do. Set the gadget up for it with
+          scripts/gadget-setup.sh --identity iphone [--product-id 12a8] [--ipod-first]
+        (05ac:12a8, configuration 1 "PTP", configuration 2 "iPod USB Interface"
+        with UAC1 audio and this HID interface). A head unit on the host reaches
+        it with --transport usb:05ac:12a8 (or usb:auto) and selects configuration
+        2 itself. The default identity (lab) is the project's test hardware,
+        1209:0001 with the bulk iAP interface.
         """
     )
 
@@ -50,18 +51,9 @@ struct Gadget: AsyncParsableCommand {
             completion: .list(["phone", "head-unit"]))
     var role: String = "phone"
 
-    @Option(help: ArgumentHelp("What the host sees: lab (1209:0001, the bulk iAP interface) or iphone (05ac with an iPhone product id, iAP over HID).",
+    @Option(help: ArgumentHelp("What to serve: lab (1209:0001, the bulk iAP interface) or iphone (iAP over HID, as a real iPhone; set up with scripts/gadget-setup.sh --identity iphone).",
                                valueName: "lab|iphone"))
     var identity: Identity = .lab
-
-    @Option(help: ArgumentHelp("With --identity iphone: the product id to present, in hex (05ac:12xx are iPhones and iPods).", valueName: "pid"),
-            transform: { text in
-                guard let value = UInt16(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16) else {
-                    throw ValidationError("--product-id is four hex digits, such as 12a8, not \(text)")
-                }
-                return value
-            })
-    var productID: UInt16 = 0x12A8
 
     @Option(help: ArgumentHelp("Where functionfs is mounted.", valueName: "directory"), completion: .directory)
     var ffs: String = "/dev/ffs-iap"
@@ -110,7 +102,7 @@ struct Gadget: AsyncParsableCommand {
         }
         let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
         if let udc {
-            if identity == .iphone { try presentAsIPhone(logger: logger) }
+            try checkIdentity()
             try bind(udc, logger: logger)
         }
         let traceFile = try trace.map { try TraceFile(path: $0) }
@@ -137,47 +129,46 @@ struct Gadget: AsyncParsableCommand {
         }
     }
 
-    /// Writes an iPhone's ids and strings to the configfs gadget (it is not
-    /// bound yet, so the kernel takes them).
-    private func presentAsIPhone(logger: Log) throws {
-        let values = [
-            ("idVendor", "0x05ac"), ("idProduct", "0x" + String(productID, radix: 16)), ("bcdDevice", "0x1005"),
-            ("strings/0x409/manufacturer", "Apple Inc."), ("strings/0x409/product", "iPhone"),
-            ("configs/c.1/strings/0x409/configuration", "iPod USB Interface"),
-        ]
-        for (name, value) in values {
-            let path = gadget + "/" + name
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw ValidationError("cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
-            defer { close(fd) }
-            let line = value + "\n"
-            guard line.withCString({ write(fd, $0, strlen($0)) }) > 0 else {
-                throw ValidationError("writing \(value) to \(path) failed: \(Errno(rawValue: errno).description)")
-            }
+    /// The configfs gadget must have been set up for the identity served:
+    /// a host takes iAP over HID only from Apple's vendor id, and the lab's
+    /// test id only over bulk.
+    private func checkIdentity() throws {
+        let path = gadget + "/idVendor"
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CommandFailure(message: "cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let vendor = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).filter { !$0.isWhitespace }
+        let apple = vendor == "0x05ac"
+        if identity == .iphone && !apple {
+            throw CommandFailure(message: "the configfs gadget presents vendor \(vendor), not Apple's 0x05ac: set it up with scripts/gadget-setup.sh --identity iphone")
         }
-        logger("gadget", "presenting an iPhone: 05ac:\(String(productID, radix: 16)), iAP over HID")
+        if identity == .lab && apple {
+            throw CommandFailure(message: "the configfs gadget is set up as an iPhone: run iapctl gadget with --identity iphone, or set it up again with scripts/gadget-setup.sh")
+        }
     }
 
     private func bind(_ requested: String, logger: Log) throws {
         var name = requested
         if requested == "auto" {
-            guard let directory = opendir("/sys/class/udc") else { throw ValidationError("no /sys/class/udc: this kernel has no USB device controller") }
+            guard let directory = opendir("/sys/class/udc") else { throw CommandFailure(message: "no /sys/class/udc: this kernel has no USB device controller") }
             defer { closedir(directory) }
             var found: String?
             while let entry = readdir(directory) {
                 let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
                 if !entryName.hasPrefix(".") { found = entryName; break }
             }
-            guard let found else { throw ValidationError("/sys/class/udc is empty: load a UDC driver (dummy_hcd in the lab)") }
+            guard let found else { throw CommandFailure(message: "/sys/class/udc is empty: load a UDC driver (dummy_hcd in the lab)") }
             name = found
         }
         let path = gadget + "/UDC"
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ValidationError("cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
+        guard fd >= 0 else { throw CommandFailure(message: "cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
         defer { close(fd) }
         let line = name + "\n"
         let written = line.withCString { write(fd, $0, strlen($0)) }
-        guard written > 0 else { throw ValidationError("binding to \(name) failed: \(Errno(rawValue: errno).description)") }
+        guard written > 0 else { throw CommandFailure(message: "binding to \(name) failed: \(Errno(rawValue: errno).description)") }
         logger("gadget", "bound to UDC \(name)")
     }
 }

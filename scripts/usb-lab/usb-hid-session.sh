@@ -20,7 +20,9 @@ lab_require 300
 
 lab_start_usb
 
-check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
+# dummy_hcd has no isochronous endpoints, so the iPod configuration goes without
+# its UAC1 audio interfaces here: the HID interface is its interface 0.
+check "gadget set up as an iPhone (configfs: PTP and iPod USB Interface, functionfs)" "$root/scripts/gadget-setup.sh" --identity iphone --no-audio
 "$iapctl" gadget --role phone --identity iphone --udc auto > "$out/gadget.log" 2>&1 &
 gadget_pid=$!
 
@@ -32,12 +34,13 @@ wait_for_device() {
 check "the iPhone-shaped gadget enumerates on the host side" wait_for_device
 dev=$(device_path)
 check "as 05ac:12a8" sh -c "[ \"\$(cat $dev/idVendor):\$(cat $dev/idProduct)\" = '05ac:12a8' ]"
-check "its interface is HID (class 03)" sh -c "[ \"\$(cat $dev/*:1.0/bInterfaceClass)\" = '03' ]"
+check "two configurations, the first (PTP) active, as the kernel chooses for a real iPhone" \
+    sh -c "[ \"\$(cat $dev/bNumConfigurations) \$(cat $dev/bConfigurationValue)\" = '2 1' ]"
 udevadm settle
 "$iapctl" devices > "$out/devices.txt" 2>&1
 "$iapctl" devices --json > "$out/devices.json" 2>/dev/null
-check "iapctl devices names iAP over HID" grep -q "iAP over HID: interface 0 in configuration 1" "$out/devices.txt"
-check "iapctl devices --json says kind hid" grep -q '"kind":"hid"' "$out/devices.json"
+check "iapctl devices names iAP over HID in configuration 2" grep -q "iAP over HID: interface 0 in configuration 2 (active: 1; selected when opened)" "$out/devices.txt"
+check "iapctl devices --json says kind hid, configuration 2" grep -q '"kind":"hid","configuration":2,"interface":0' "$out/devices.json"
 
 # Session 1 sends SET_REPORT in the full form (report id + declared size),
 # session 2 in the count form (id inside the declared size): the phone takes both.
@@ -46,7 +49,9 @@ session() {
         | timeout 90 "$iapctl" head-unit --transport usb:auto --hid-report-length "$2" --log-level info > "$out/head-unit-$1.log" 2>&1
 }
 check "session 1: identification, browsing and now playing over HID" session 1 full
+check "session 1: the head unit selected configuration 2" grep -q "selected configuration 2 in place of 1" "$out/head-unit-1.log"
 check "session 1: the head unit read the report descriptor" grep -q "iAP over HID on interface 0, input reports 0x01(5)" "$out/head-unit-1.log"
+check "configuration 2 is active and holds the HID interface" sh -c "[ \"\$(cat $dev/bConfigurationValue) \$(cat $dev/*:2.0/bInterfaceClass)\" = '2 03' ]"
 # Enumeration may enable the function more than once (a connection each):
 # the session is the connection that identified the head unit.
 first=$(grep -o 'phone #[0-9]*: identified iap-devkit head unit' "$out/gadget.log" | head -n 1 | grep -o '#[0-9]*')
