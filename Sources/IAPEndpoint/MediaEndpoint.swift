@@ -163,7 +163,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                                 phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
         if servesLegacy, let app {
             legacy = LegacyPhone(appName: app.appName, commands: app.commandCenter(),
-                                 verifies: authentication.policy == .required && authentication.verifier != nil)
+                                 verifies: authentication.policy == .required)
         }
         reference.endpoint = self
         timer.start { reference.endpoint?.submit(.tick) }
@@ -407,7 +407,12 @@ public final class MediaEndpoint: @unchecked Sendable {
                     submit(.legacyLoaded(token: token, result))
                 }
             case .verify(let id, let request):
-                guard let verifier = authentication.verifier else { continue }
+                guard let verifier = authentication.verifier else {
+                    // Authentication required and nothing to check with: refused, as iAP2 refuses it.
+                    pending += legacy?.verified(id: id, request.isCertificate ? .certificateRejected("this phone has no verifier (use --auth off)")
+                                                                             : .responseInvalid("this phone has no verifier"), now: now()) ?? []
+                    continue
+                }
                 Task { [self] in
                     let answer = await verifier(request)
                     submit(.legacyVerified(id: id, answer))

@@ -133,7 +133,8 @@ public struct LegacyPhone: Sendable {
     public let appName: String
     public let loadTimeout: Duration
     /// Whether the head unit's certificate and signature go to the edge's
-    /// verifier; when false they are acknowledged unchecked (and logged).
+    /// verifier, and the Extended Interface waits for them to pass; when
+    /// false they are acknowledged unchecked (and logged).
     public let verifies: Bool
     public private(set) var commands: RemoteCommandCenter
 
@@ -549,7 +550,15 @@ public struct LegacyPhone: Sendable {
         let reply = Reply(transactionID: packet.transactionID, command: packet.command)
         let data = packet.data
         guard servesExtended else { return [extendedAck(.badParameter, reply)] }
-        if packet.command >= Extended.firstAuthenticatedCommand, !isAuthenticated { return [extendedAck(.notAuthenticated, reply)] }
+        // A phone that verifies accessories (authentication on) serves no
+        // media to a head unit that has not authenticated, as iAP2 does: every
+        // Extended Interface command waits for a successful authentication
+        // and, after a rejected certificate or signature, stays refused. One
+        // that does not verifies still refuses what a real iPod serves only to
+        // an authenticated accessory (0x003B on).
+        if verifies || packet.command >= Extended.firstAuthenticatedCommand, !isAuthenticated {
+            return [extendedAck(.notAuthenticated, reply)]
+        }
         switch packet.command {
         case Extended.getChapterInfo:
             return [send(Extended.returnChapterInfo, u32(UInt32.max) + u32(0), reply)]

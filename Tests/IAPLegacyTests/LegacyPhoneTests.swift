@@ -20,7 +20,7 @@ struct LegacyHarness {
     var events: [LegacyPhone.Event] = []
     var logs: [String] = []
 
-    init(commands: RemoteCommandCenter = RemoteCommandCenter(), verifies: Bool = true) {
+    init(commands: RemoteCommandCenter = RemoteCommandCenter(), verifies: Bool = false) {
         phone = LegacyPhone(appName: "Test", commands: commands, verifies: verifies)
     }
 
@@ -249,7 +249,7 @@ func text(_ packet: IAP1Packet?) -> String? {
     /// Authentication 2.0: the certificate in sections, checked by the edge,
     /// then a challenge signed and checked.
     @Test func authenticationRunsThroughTheVerifier() throws {
-        var harness = LegacyHarness()
+        var harness = LegacyHarness(verifies: true)
         harness.identify(options: 2, deviceID: 0x0200)
         #expect(harness.sent.map(\.command) == [0x02, 0x14])
         let certificate = Array(0..<100).map { UInt8($0) }
@@ -273,14 +273,14 @@ func text(_ packet: IAP1Packet?) -> String? {
     }
 
     @Test func aRejectedCertificateOrSignatureFailsAuthentication() {
-        var harness = LegacyHarness()
+        var harness = LegacyHarness(verifies: true)
         harness.identify(options: 2, deviceID: 0x0200)
         harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 2, 3]))
         harness.verdict(.certificateRejected("not Apple's"))
         #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x0A]))
         #expect(harness.events.last == .authenticationFailed("certificate rejected: not Apple's"))
 
-        var signed = LegacyHarness()
+        var signed = LegacyHarness(verifies: true)
         signed.identify(options: 2, deviceID: 0x0200)
         signed.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 2, 3]))
         signed.verdict(.certificateAccepted(summary: "s", challenge: [1]))
@@ -289,11 +289,11 @@ func text(_ packet: IAP1Packet?) -> String? {
         #expect(signed.sent.last == IAP1Packet(lingo: 0, command: 0x19, data: [0x01]))
         #expect(!signed.phone.isAuthenticated)
         // Version 1.0 (no certificate) is not served; out-of-order sections are refused.
-        var old = LegacyHarness()
+        var old = LegacyHarness(verifies: true)
         old.identify(options: 2, deviceID: 1)
         old.receive(IAP1Packet(lingo: 0, command: 0x15, data: [1, 0]))
         #expect(old.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x08]))
-        var skipping = LegacyHarness()
+        var skipping = LegacyHarness(verifies: true)
         skipping.identify(options: 2, deviceID: 1)
         #expect(skipping.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 1, 1, 5])).first?.data == [0x04, 0x15])
     }
@@ -301,7 +301,7 @@ func text(_ packet: IAP1Packet?) -> String? {
     /// A head unit that sends certificate sections without end is stopped
     /// at the limit, not held in memory.
     @Test func aCertificateOverTheLimitFailsAuthentication() {
-        var harness = LegacyHarness()
+        var harness = LegacyHarness(verifies: true)
         harness.identify(options: 2, deviceID: 0x0200)
         let section = [UInt8](repeating: 0x30, count: 250)
         var sections = 0
@@ -319,7 +319,7 @@ func text(_ packet: IAP1Packet?) -> String? {
     /// for the second: a genuine accessory's public certificate would vouch
     /// for a forged one.
     @Test func aVerdictOnAnEarlierCertificateIsDropped() {
-        var harness = LegacyHarness()
+        var harness = LegacyHarness(verifies: true)
         harness.identify(options: 2, deviceID: 0x0200)
         harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 1, 1]))
         let first = harness.verificationID
