@@ -238,7 +238,7 @@ public final class HeadUnitScreen: Sendable {
         guard let access = state.withLock({ $0.access }) else { return false }
         let host = head.headers.first(name: "Host")
         let origin = head.headers.first(name: "Origin")
-        if access.allows(host: host) && access.allows(origin: origin) { return true }
+        if access.allows(head.headers) { return true }
         let why = access.allows(host: host) ? "origin \(origin ?? "")" : "host \(host ?? "(none)")"
         warnings.warning("refused \(head.method) \(head.uri.prefix(100)) from \(remote.map { "\($0)" } ?? "a client"): \(why.prefix(200)) is not this screen's address")
         return false
@@ -247,7 +247,7 @@ public final class HeadUnitScreen: Sendable {
     /// Whether a WebSocket upgrade may go ahead (refused ones are answered by `answer`).
     func allowsUpgrade(_ head: HTTPRequestHead) -> Bool {
         guard head.uri == "/ws", let access = state.withLock({ $0.access }) else { return false }
-        return access.allows(host: head.headers.first(name: "Host")) && access.allows(origin: head.headers.first(name: "Origin"))
+        return access.allows(head.headers)
     }
 
     /// The answer to a request: the page, an image, the favicon (none: 204).

@@ -122,6 +122,11 @@ struct ScreenAccess: Sendable, Equatable {
         return allows(host: String(authority))
     }
 
+    /// A request's `Host` and `Origin`: both this screen's?
+    func allows(_ headers: HTTPHeaders) -> Bool {
+        allows(host: headers.first(name: "Host")) && allows(origin: headers.first(name: "Origin"))
+    }
+
     static func isAddressLiteral(_ name: String) -> Bool {
         let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
         return (try? SocketAddress(ipAddress: bare, port: 0)) != nil
