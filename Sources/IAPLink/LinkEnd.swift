@@ -273,6 +273,7 @@ public struct LinkEnd: Sendable {
                     // about once in 2^31 positions and starts nothing.
                     legacyPeer = true
                     lastReceived = now
+                    statistics.legacyFramesReceived += 1
                     actions.append(.event(.legacyFrame(Array(payload))))
                 } else if frame.checksumValid {
                     statistics.bytesSkipped += frame.encodedLength

@@ -263,4 +263,7 @@ public struct LinkStatistics: Hashable, Sendable {
     public var bytesDroppedForReader = 0
     /// Times the accessory started over after a failure.
     public var restarts = 0
+    /// iAP1 frames of a legacy head unit reported (`LinkEvent.legacyFrame`):
+    /// traffic on a connection with no iAP2 link.
+    public var legacyFramesReceived = 0
 }

@@ -52,7 +52,7 @@ struct TransportOptions: ParsableArguments {
 
 /// How `phone` and `head-unit` serve `tcp-listen:` connections.
 struct ServingOptions: ParsableArguments {
-    @Option(parsing: .unconditional, help: ArgumentHelp("With tcp-listen: close a connection on which no link has been up for this many seconds (since it was accepted, or since its link went down), and serve the next peer. A peer that connects and says nothing, or stops without closing, would otherwise hold the listener. 0: never.",
+    @Option(parsing: .unconditional, help: ArgumentHelp("With tcp-listen: close a connection on which no link has been up, and no legacy iAP1 head unit has sent a frame, for this many seconds (since it was accepted, or since its link went down), and serve the next peer. A peer that connects and says nothing, or stops without closing, would otherwise hold the listener. 0: never.",
                                valueName: "seconds"))
     var idleLimit: Double = 60
 
@@ -148,16 +148,21 @@ final class ShellFeed: Sendable {
     }
 }
 
-/// Waits until `driver` has had no link up for `limit` since `counting` was
-/// set (true), or until cancelled (false). Looks twice a second: a link up
+/// Waits until `driver` has had no link up, and no iAP1 frame from a legacy
+/// head unit, for `limit` since `counting` was set (true), or until
+/// cancelled (false). Looks twice a second: a link up
 /// for less than that between two looks can go unseen, which only matters
 /// to a peer that connects and fails for the whole limit anyway.
 func linkStaysDown(on driver: LinkDriver, for limit: Duration, countingFrom counting: OnceSet) async -> Bool {
     let clock = ContinuousClock()
     var downSince = clock.now
+    // A legacy iAP1 head unit has no iAP2 link: its frames are its traffic.
+    var legacyFrames = driver.statistics.legacyFramesReceived
     while !Task.isCancelled {
         do { try await Task.sleep(for: .milliseconds(500)) } catch { return false }
-        if driver.isUp || !counting.isSet {
+        let frames = driver.statistics.legacyFramesReceived
+        defer { legacyFrames = frames }
+        if driver.isUp || frames != legacyFrames || !counting.isSet {
             downSince = clock.now
         } else if clock.now - downSince >= limit {
             return true
