@@ -352,7 +352,8 @@ struct HeadUnit: AsyncParsableCommand {
           press BUTTON          the steering wheel (HID): play-pause, next, prev, ...
 
         At a terminal the shell has a prompt, line editing, history and tab
-        completion. A script waits for the answers to each line (and for a watch
+        completion; Ctrl-C cancels the line being typed or a watch, Ctrl-D
+        quits. A script waits for the answers to each line (and for a watch
         to end) before the next.
 
         Examples:

@@ -73,3 +73,23 @@ final class PingPeer: Sendable {
         #expect(results.allSatisfy { !$0.passed })
     }
 }
+
+/// A transport that cannot be opened (nothing listens on the port) ends the
+/// suite's wait for the link at once: it waited out the whole link timeout
+/// (10 s by default) for a connection refused at the start. With a link
+/// timeout of 90 s, only that makes the one-minute time limit.
+@Test(.timeLimit(.minutes(1))) func theAgainstSuiteStopsWaitingWhenTheTransportCannotBeOpened() async throws {
+    let port = try #require(unusedLoopbackPort())
+    let suite = AgainstSuite(transport: TCPTransport.connect(host: "127.0.0.1", port: port), timeout: .seconds(90), linkTimeout: .seconds(90))
+    let results = await suite.run(seed: 1) { _ in }
+    #expect(results.map(\.name) == ["garbage-before-syn", "detect"])
+    let failure = results.first?.failures.first ?? ""
+    #expect(failure.contains("the transport closed") && failure.contains("cannot connect"), "\(failure)")
+}
+
+/// A loopback TCP port nothing listened on a moment ago, or nil.
+private func unusedLoopbackPort() -> UInt16? {
+    // The listener closes its socket when released, at the end of this function.
+    guard let listener = try? TCPTransport.listener(host: "127.0.0.1", port: 0) else { return nil }
+    return listener.port
+}
