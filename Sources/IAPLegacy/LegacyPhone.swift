@@ -79,6 +79,14 @@ public struct LegacyPhone: Sendable {
     public static let maximumStringLength = 255
     /// The largest payload the phone accepts in one packet.
     public static let maximumPayloadSize: UInt16 = 0xFFF9
+    /// How many log lines and events one connection gives out one by one. A
+    /// head unit can repeat a request without end (identifying again and
+    /// again, say); past these, reports are only counted and the count is
+    /// given out each time it doubles, so the log grows with the logarithm
+    /// of what the head unit sends, not with it (as Connection's
+    /// `problemsReportedPerLink`). Packets, loads and verifications are
+    /// never held back.
+    public static let reportsPerConnection = 32
     /// How often a playing track's position is notified.
     public static let positionInterval = Duration.milliseconds(500)
 
@@ -156,6 +164,12 @@ public struct LegacyPhone: Sendable {
     /// one (a head unit that identified again meanwhile) must never pass
     /// for the current certificate's or signature's.
     private var verification: UInt32 = 0
+    /// Whether the edge's verifier is checking something for this phone: at
+    /// most one verification runs at a time, whatever the head unit sends.
+    private var verifying = false
+    /// The latest verification asked for while another ran (it supersedes
+    /// any earlier one waiting): asked for when the running one is answered.
+    private var waitingVerification: VerificationRequest?
     private var nextTransactionID: UInt16 = 0
     private var level = Level()
     private var pending: [UInt32: (purpose: Purpose, deadline: LinkInstant)] = [:]
@@ -165,6 +179,8 @@ public struct LegacyPhone: Sendable {
     private var seekingBackward = false
     /// Kinds of ignored packet already logged (once each).
     private var logged: Set<String> = []
+    /// Log lines and events given out on this connection (see `reportsPerConnection`).
+    private var reports = 0
 
     public init(appName: String, commands: RemoteCommandCenter, identity: Identity = Identity(), verifies: Bool,
                 loadTimeout: Duration = .seconds(5)) {
@@ -194,6 +210,10 @@ public struct LegacyPhone: Sendable {
 
     /// A frame's payload (lingo, command, [transaction id,] data) from the head unit.
     public mutating func received(_ payload: [UInt8], now: LinkInstant) -> [Output] {
+        capped(handle(payload, now: now))
+    }
+
+    private mutating func handle(_ payload: [UInt8], now: LinkInstant) -> [Output] {
         let packet: IAP1Packet
         do {
             // StartIDPS switches transaction ids on, IdentifyDeviceLingoes off.
@@ -214,6 +234,10 @@ public struct LegacyPhone: Sendable {
     /// What is playing, read from the app after every input: notifications
     /// for what changed go to a head unit that asked for them.
     public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
+        capped(nowPlayingChanged(info, now: now))
+    }
+
+    private mutating func nowPlayingChanged(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
         let before = nowPlaying
         nowPlaying = info
         nowPlayingAt = now
@@ -241,6 +265,10 @@ public struct LegacyPhone: Sendable {
 
     /// The app's answer to a load.
     public mutating func complete(token: UInt32, with result: PhoneMediaRole.LoadResult, now: LinkInstant) -> [Output] {
+        capped(completeLoad(token: token, with: result, now: now))
+    }
+
+    private mutating func completeLoad(token: UInt32, with result: PhoneMediaRole.LoadResult, now: LinkInstant) -> [Output] {
         guard let entry = pending.removeValue(forKey: token) else { return [] }
         switch entry.purpose {
         case .level(let path):
@@ -273,7 +301,19 @@ public struct LegacyPhone: Sendable {
 
     /// The edge's verifier answered the verification `id`.
     public mutating func verified(id: UInt32, _ answer: VerificationAnswer, now: LinkInstant) -> [Output] {
-        guard id == verification else { return [.log("a verdict on an earlier verification was dropped")] }
+        capped(verdict(id: id, answer))
+    }
+
+    private mutating func verdict(id: UInt32, _ answer: VerificationAnswer) -> [Output] {
+        // The verifier is free: what waited for it goes now.
+        verifying = false
+        var next: [Output] = []
+        if let waiting = waitingVerification {
+            waitingVerification = nil
+            verifying = true
+            next = [.verify(id: verification, waiting)]
+        }
+        guard id == verification else { return next + [.log("a verdict on an earlier verification was dropped")] }
         switch (authentication, answer) {
         case (.verifyingCertificate(let certificate), .certificateAccepted(let summary, let challenge)):
             authentication = .awaitingSignature(certificate: certificate, challenge: challenge, summary: summary)
@@ -298,13 +338,13 @@ public struct LegacyPhone: Sendable {
     public mutating func tick(now: LinkInstant) -> [Output] {
         var outputs: [Output] = []
         for (token, entry) in pending.sorted(by: { $0.key < $1.key }) where entry.deadline <= now {
-            outputs += complete(token: token, with: .failed(.timedOut, "the app did not answer within \(loadTimeout)"), now: now)
+            outputs += completeLoad(token: token, with: .failed(.timedOut, "the app did not answer within \(loadTimeout)"), now: now)
         }
         if let at = nextPositionAt, at <= now {
             outputs += position(now: now, always: false)
             schedulePosition(now: now)
         }
-        return outputs
+        return capped(outputs)
     }
 
     // MARK: General lingo
@@ -370,7 +410,7 @@ public struct LegacyPhone: Sendable {
                 return [generalAck(.badParameter, reply)]
             }
             authentication = .verifyingSignature(summary: summary)
-            return [verify(.response(data, challenge: challenge, certificate: certificate))]
+            return verify(.response(data, challenge: challenge, certificate: certificate))
         default:
             break
         }
@@ -453,6 +493,9 @@ public struct LegacyPhone: Sendable {
         idps = nil
         authenticationRequested = false
         authentication = .none
+        // A check still running is answered (and its verdict dropped); one
+        // that waited belonged to the earlier identification.
+        waitingVerification = nil
         level = Level()
         pending = [:]
     }
@@ -500,7 +543,7 @@ public struct LegacyPhone: Sendable {
                     .event(.authenticated("not checked: this phone does not verify accessories (\(certificate.count)-byte certificate)"))]
         }
         authentication = .verifyingCertificate(certificate)
-        return [verify(.certificate(certificate))]
+        return verify(.certificate(certificate))
     }
 
     /// RetFIDTokenValueACKs for SetFIDTokenValues: each token accepted,
@@ -839,9 +882,17 @@ public struct LegacyPhone: Sendable {
         return IAP1Packet(lingo: lingo, command: command, transactionID: transactionID, data: data)
     }
 
-    private mutating func verify(_ request: VerificationRequest) -> Output {
+    /// Asks the verifier, or, while it checks something else, keeps the
+    /// request (the latest only) until it answers: a head unit that sends
+    /// certificate after certificate starts one check at a time.
+    private mutating func verify(_ request: VerificationRequest) -> [Output] {
         verification &+= 1
-        return .verify(id: verification, request)
+        guard !verifying else {
+            waitingVerification = request
+            return []
+        }
+        verifying = true
+        return [.verify(id: verification, request)]
     }
 
     private func generalAck(_ status: LegacyStatus, _ reply: Reply) -> Output {
@@ -850,6 +901,30 @@ public struct LegacyPhone: Sendable {
 
     private func extendedAck(_ status: LegacyStatus, _ reply: Reply) -> Output {
         .send(response(Extended.lingo, Extended.ack, [status.rawValue] + u16(reply.command), replyingTo: reply))
+    }
+
+    /// `outputs` with log lines and events past `reportsPerConnection` left
+    /// out, counted, and their count given at each power of two.
+    private mutating func capped(_ outputs: [Output]) -> [Output] {
+        var kept: [Output] = []
+        kept.reserveCapacity(outputs.count)
+        for output in outputs {
+            switch output {
+            case .log, .event:
+                reports += 1
+                guard reports > Self.reportsPerConnection else {
+                    kept.append(output)
+                    continue
+                }
+                // Powers of two past the budget: 64, 128, 256…
+                if reports & (reports - 1) == 0 {
+                    kept.append(.log("\(reports) log lines and events for this iAP1 head unit so far; past the first \(Self.reportsPerConnection) they are counted, not given one by one"))
+                }
+            case .send, .load, .verify:
+                kept.append(output)
+            }
+        }
+        return kept
     }
 
     private mutating func ignore(_ what: String, kind: String) -> [Output] {

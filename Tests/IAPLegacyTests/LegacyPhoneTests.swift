@@ -325,10 +325,13 @@ func text(_ packet: IAP1Packet?) -> String? {
         let first = harness.verificationID
         harness.identify(options: 2, deviceID: 0x0200)
         harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 6, 6, 6]))
-        #expect(harness.verificationID != first)
+        // The second certificate waits for the verifier to answer the first.
+        #expect(harness.verifications == [.certificate([1, 1, 1])])
         let before = harness.sent.count
         harness.take(harness.phone.verified(id: first, .certificateAccepted(summary: "genuine", challenge: [1]), now: harness.now))
         #expect(harness.sent.count == before, "a verdict on the first certificate was taken for the second")
+        #expect(harness.verifications == [.certificate([1, 1, 1]), .certificate([6, 6, 6])])
+        #expect(harness.verificationID != first)
         harness.verdict(.certificateRejected("forged"))
         #expect(harness.sent.last == IAP1Packet(lingo: 0, command: 0x16, data: [0x0A]))
     }

@@ -56,6 +56,7 @@ struct LegacyRun {
                 if loads.count > 4 * LegacyPhone.maximumPendingLoads { loads.removeFirst() }
             case .verify(let id, _):
                 require(!verifications.contains(id) && id != newestVerification, "verification id \(id) handed out twice")
+                require(verifications.isEmpty, "verification \(id) started while \(verifications) still ran")
                 verifications.append(id)
                 newestVerification = id
                 if verifications.count > 64 { verifications.removeFirst() }
