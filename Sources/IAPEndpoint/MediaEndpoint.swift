@@ -329,6 +329,8 @@ public final class MediaEndpoint: @unchecked Sendable {
             // The app's commands as they are now: an IAPKit app may have changed them.
             if let app { legacy?.setCommands(app.commandCenter()) }
             if let outputs = legacy?.received(payload, now: now) { performLegacy(outputs) }
+            // Handled: the frame no longer counts against the link's receive budget.
+            driver.consumed(payload.count)
         case .data(let session, let bytes):
             if backlog.isEmpty && heldData.isEmpty {
                 receive(bytes, session: session, now: now)

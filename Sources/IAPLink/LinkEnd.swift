@@ -274,7 +274,16 @@ public struct LinkEnd: Sendable {
                     legacyPeer = true
                     lastReceived = now
                     statistics.legacyFramesReceived += 1
-                    actions.append(.event(.legacyFrame(Array(payload))))
+                    // Frames count against the reader's budget as delivered
+                    // data does, until handed back with `consumed`. iAP1 has
+                    // no acknowledgement to hold back: a frame the reader has
+                    // no room for is dropped, and counted.
+                    if readerHasRoom(for: payload.count) {
+                        unconsumed += payload.count
+                        actions.append(.event(.legacyFrame(Array(payload))))
+                    } else {
+                        statistics.legacyFramesDropped += 1
+                    }
                 } else if frame.checksumValid {
                     statistics.bytesSkipped += frame.encodedLength
                 }

@@ -161,7 +161,9 @@ public enum LinkEvent: Hashable, Sendable {
     case restartScheduled(after: Duration)
     /// The payload of a legacy iAP1 frame (lingo, command, [transaction id,]
     /// data) from a head unit that identified in iAP1 (device ends with
-    /// `answersIAP1` only), checksum checked.
+    /// `answersIAP1` only), checksum checked. Its bytes count against
+    /// `receiveBufferLimit` until the reader hands them back with
+    /// `consumed`; past the limit frames are dropped (`legacyFramesDropped`).
     case legacyFrame([UInt8])
 }
 
@@ -266,4 +268,7 @@ public struct LinkStatistics: Hashable, Sendable {
     /// iAP1 frames of a legacy head unit reported (`LinkEvent.legacyFrame`):
     /// traffic on a connection with no iAP2 link.
     public var legacyFramesReceived = 0
+    /// iAP1 frames dropped because the reader had not handed back enough of
+    /// the frames before them (`consumed`) to take them within `receiveBufferLimit`.
+    public var legacyFramesDropped = 0
 }

@@ -163,7 +163,8 @@ public final class LinkDriver: Sendable {
         if let failure { throw failure }
     }
 
-    /// The reader has handled `count` bytes of `.data` events. Without a
+    /// The reader has handled `count` bytes of `.data` events (or of
+    /// `.legacyFrame` payloads, which count against the same budget). Without a
     /// lock while the link end holds nothing back for the reader: the count
     /// is passed on with the next input.
     public func consumed(_ count: Int) {
