@@ -428,21 +428,41 @@ final class HIDGadgetTransport: GadgetConnection {
     var acceptsCoalescedWrites: Bool { false }
     /// Writes block until the host reads; they go out from here, in order.
     private let writer = DispatchQueue(label: "iap.gadget.hid.write")
+    /// Packets reach the handler from here, one at a time and in the order
+    /// the reports came (queued under the state's lock).
+    private let deliveries = DispatchQueue(label: "iap.gadget.hid.read")
     private let output: String
     private let reportWriter: IAPHIDReportWriter
-    private let state: Mutex<(fd: Int32, handler: (@Sendable (TransportEvent) -> Void)?, closed: Bool, reassembler: IAPHIDReassembler)>
+    private struct State {
+        var fd: Int32 = -1
+        var handler: (@Sendable (TransportEvent) -> Void)?
+        var closed = false
+        var reassembler: IAPHIDReassembler
+        /// Packets that came before `start`: a host sends its first report
+        /// as soon as it has configured the device, while the connection
+        /// is still being set up.
+        var early: [[UInt8]] = []
+    }
+    private let state: Mutex<State>
+    /// Packets kept for `start`; a host that sends more before the
+    /// connection is up loses the oldest (its link layer sends again).
+    static let maximumEarlyPackets = 16
 
     init(output: String, reports: IAPHIDReports) {
         self.output = output
         reportWriter = IAPHIDReportWriter(reports: reports.input)
-        state = Mutex((-1, nil, false, IAPHIDReassembler(reports: reports.output)))
+        state = Mutex(State(reassembler: IAPHIDReassembler(reports: reports.output)))
     }
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
         let fd = try TransportError.open(output, .writeOnly, options: [], what: "cannot open the gadget's endpoint \(output)")
+        // Queued under the lock, the early packets stay ahead of any that come meanwhile.
         state.withLock {
             $0.fd = fd
             $0.handler = handler
+            let early = $0.early
+            $0.early = []
+            if !early.isEmpty { deliveries.async { for packet in early { handler(.received(packet)) } } }
         }
     }
 
@@ -450,12 +470,16 @@ final class HIDGadgetTransport: GadgetConnection {
     /// continuation with no start) are skipped; the link layer's checksums
     /// catch what they leave missing.
     func outputReport(_ report: [UInt8]) {
-        let (handler, packet) = state.withLock { state -> ((@Sendable (TransportEvent) -> Void)?, [UInt8]?) in
-            guard !state.closed else { return (nil, nil) }
-            guard case .complete(let packet) = state.reassembler.append(report: report) else { return (nil, nil) }
-            return (state.handler, IAPHIDReassembler.trimmingPadding(packet))
+        state.withLock { state in
+            guard !state.closed, case .complete(let packet) = state.reassembler.append(report: report) else { return }
+            let bytes = IAPHIDReassembler.linkBytes(packet)
+            guard let handler = state.handler else {
+                if state.early.count == Self.maximumEarlyPackets { state.early.removeFirst() }
+                state.early.append(bytes)
+                return
+            }
+            deliveries.async { handler(.received(bytes)) }
         }
-        if let packet { handler?(.received(packet)) }
     }
 
     func write(_ bytes: [UInt8]) {

@@ -45,7 +45,7 @@ public struct HIDChannel: Sendable {
             // An unknown id gives no length: the rest of the transfer is that one report.
             let end = declared.map { min(transfer.count, start + $0 + 1) } ?? transfer.count
             switch reassembler.append(report: transfer[start..<end]) {
-            case .complete(let packet): result.packets.append(IAPHIDReassembler.trimmingPadding(packet))
+            case .complete(let packet): result.packets.append(IAPHIDReassembler.linkBytes(packet))
             case .pending: break
             case .rejected(let reason, _): result.problems.append(reason)
             }

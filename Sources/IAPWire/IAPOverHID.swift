@@ -306,27 +306,35 @@ public struct IAPHIDReassembler: Sendable {
         return .rejected(reason: reason, bytes: bytes)
     }
 
-    /// A reassembled packet without the padding of its last report: the
-    /// frames it starts with (iAP2 link packets, the detect, iAP1 frames with
-    /// or without their sync byte), as long as each is complete and declares
-    /// its own length. Bytes that start no frame are kept as they are, for
-    /// the stream decoder to report.
-    public static func trimmingPadding(_ packet: [UInt8]) -> [UInt8] {
+    /// A reassembled packet as the link layer reads a byte stream: the
+    /// frames it starts with (iAP2 link packets, the detect, iAP1 frames
+    /// with or without their sync byte), each complete and declaring its
+    /// own length, without the padding of the last report; iAP1 frames get
+    /// back the `FF` that HID leaves off, since a stream decoder trusts an
+    /// iAP1 frame's start only with it (HID's reports say where a packet
+    /// starts, so nothing is guessed). Bytes that start no frame, or
+    /// anything but zeros after the frames, leave the packet as it came,
+    /// for the stream decoder to report.
+    public static func linkBytes(_ packet: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(packet.count + 1)
         var end = 0
         while end < packet.count {
-            let length: Int
             if packet.count - end >= LinkPacket.headerLength, packet[end] == 0xFF, packet[end + 1] == 0x5A {
-                length = Int(packet[end + 2]) << 8 | Int(packet[end + 3])
+                let length = Int(packet[end + 2]) << 8 | Int(packet[end + 3])
                 guard length >= LinkPacket.headerLength, end + length <= packet.count else { return packet }
+                output += packet[end..<end + length]
+                end += length
             } else if let frame = IAP1Frame.parse(packet, at: end) {
-                length = frame.encodedLength
+                if packet[end] != 0xFF { output.append(0xFF) }
+                output += packet[end..<end + frame.encodedLength]
+                end += frame.encodedLength
             } else {
                 break
             }
-            end += length
         }
         // Only zeros may follow the last frame for them to be padding.
         guard end > 0, packet[end...].allSatisfy({ $0 == 0 }) else { return packet }
-        return Array(packet[..<end])
+        return output
     }
 }

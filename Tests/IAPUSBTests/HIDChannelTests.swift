@@ -48,7 +48,7 @@ private func fixtureBytes(_ name: String) throws -> [UInt8] {
         let second = phone.transfers(carrying: [0xFF, 0x55, 0x04, 0x00, 0x02, 0x00, 0xEE, 0x0C])
         let result = channel.received(transfer: first[0] + second[0])
         #expect(result.problems.isEmpty)
-        #expect(result.packets == [DetectSequence.bytes, [0x55, 0x04, 0x00, 0x02, 0x00, 0xEE, 0x0C]])
+        #expect(result.packets == [DetectSequence.bytes, [0xFF, 0x55, 0x04, 0x00, 0x02, 0x00, 0xEE, 0x0C]])
     }
 
     @Test func reportsTheDescriptorDoesNotDeclareAreCountedAndSkipped() throws {

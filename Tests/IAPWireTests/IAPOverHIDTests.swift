@@ -40,7 +40,7 @@ import Testing
                 Issue.record("\(name): not reassembled")
                 continue
             }
-            #expect(IAPHIDReassembler.trimmingPadding(packet) == Array(written.dropFirst()), "\(name)")
+            #expect(IAPHIDReassembler.linkBytes(packet) == written, "\(name): the frame with its sync byte back")
         }
     }
 
@@ -72,7 +72,7 @@ import Testing
                     case .rejected(let reason, _): Issue.record("\(form) \(size): \(reason)")
                     }
                 }
-                #expect(completed.map(IAPHIDReassembler.trimmingPadding) == [packet], "\(form), payload \(size)")
+                #expect(completed.map(IAPHIDReassembler.linkBytes) == [packet], "\(form), payload \(size)")
             }
         }
     }
@@ -98,19 +98,19 @@ import Testing
         #expect(reassembler.append(report: [0x0E, 0x00] + DetectSequence.bytes + [0, 0]) == .complete(DetectSequence.bytes + [0, 0]))
     }
 
-    @Test func paddingIsTrimmedOnlyAfterWholeFrames() {
+    @Test func paddingIsTrimmedOnlyAfterWholeFramesAndIAP1FramesGetTheirSyncByte() {
         let iap1 = IAP1Packet(lingo: 0, command: 0x02, data: [0x00, 0x38]).encodedForTest(sync: false)
-        #expect(IAPHIDReassembler.trimmingPadding(iap1 + [0, 0, 0]) == iap1)
+        #expect(IAPHIDReassembler.linkBytes(iap1 + [0, 0, 0]) == [0xFF] + iap1)
         // Two frames in one packet, the first with its sync byte.
         let synced = IAP1Packet(lingo: 4, command: 0x1C).encodedForTest(sync: true)
-        #expect(IAPHIDReassembler.trimmingPadding(synced + iap1 + [0]) == synced + iap1)
+        #expect(IAPHIDReassembler.linkBytes(synced + iap1 + [0]) == synced + [0xFF] + iap1)
         // Anything but zeros after the frames, or no frame at all, is left for the stream decoder.
-        #expect(IAPHIDReassembler.trimmingPadding(iap1 + [0, 7]) == iap1 + [0, 7])
-        #expect(IAPHIDReassembler.trimmingPadding([1, 2, 0, 0]) == [1, 2, 0, 0])
+        #expect(IAPHIDReassembler.linkBytes(iap1 + [0, 7]) == iap1 + [0, 7])
+        #expect(IAPHIDReassembler.linkBytes([1, 2, 0, 0]) == [1, 2, 0, 0])
         // A link packet ending in zeros (payload 00, payload checksum 00) keeps them; only what follows is padding.
         let packet = (try? LinkPacket(control: .ack, sequence: 1, acknowledgement: 1, payload: [0x00]).encoded()) ?? []
         #expect(packet.suffix(2) == [0, 0])
-        #expect(IAPHIDReassembler.trimmingPadding(packet + [0, 0, 0]) == packet)
+        #expect(IAPHIDReassembler.linkBytes(packet + [0, 0, 0]) == packet)
     }
 
     @Test func badDescriptorsAreRefusedByName() throws {

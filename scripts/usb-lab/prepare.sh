@@ -242,6 +242,9 @@ cwd=$(get cwd)
 PATH=$(get path)
 [ -n "$PATH" ] || PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH HOME=/root TERM=dumb LANG=C.UTF-8 IAP_LAB=1 IAP_LAB_WORK="$work" IAP_LAB_OUT="$out"
+# The iapctl the scenarios run, when the host named one (scenario-lib.sh's default otherwise).
+iapctl=$(get iapctl)
+[ -n "$iapctl" ] && export IAPCTL="$iapctl"
 
 $BB mount -t configfs configfs /sys/kernel/config 2>/dev/null
 $BB mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null

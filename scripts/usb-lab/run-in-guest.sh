@@ -21,6 +21,10 @@
 #   IAP_LAB_KERNEL_ARGS  extra kernel command line (default "quiet"; use
 #                        "loglevel=7" to see all kernel messages)
 #   IAP_LAB_KEEP_RUNS    how many run folders to keep (default 20)
+#   IAPCTL               the iapctl binary the scenarios run (default: the
+#                        checkout's .build/debug/iapctl). The guest reads it
+#                        over 9p as it runs: a copy keeps a rebuild on the
+#                        host from changing it under a running scenario
 set -uo pipefail
 
 CACHE=${IAP_LAB_CACHE:-/var/cache/iap-devkit-lab}
@@ -93,6 +97,7 @@ mkdir -p "$out" || die "cannot create $out"
     echo "cwd=$PWD"
     echo "path=$PATH"
     echo "modules=$IAP_LAB_MODULES"
+    echo "iapctl=${IAPCTL:-}"
 } >"$out/guest.conf"
 : >"$out/args"
 for a in "$@"; do
