@@ -128,6 +128,8 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// The phone's answer to a head unit that speaks only iAP1; nil for
     /// other ends and a phone with no app.
     private var legacy: LegacyPhone?
+    /// iAP1 answers not sent because the head unit had not taken the ones before.
+    private var legacyAnswersRefused = 0
     /// Called for every message no role consumed (ping answers).
     public var onMessage: (@Sendable (ControlMessage) -> Void)?
     private let observers = Mutex<[@Sendable (Connection.Event, Connection) -> Void]>([])
@@ -395,6 +397,17 @@ public final class MediaEndpoint: @unchecked Sendable {
             case .send(let packet):
                 do {
                     try driver.sendLegacy(packet.encoded(sync: true))
+                } catch let error as LinkSendError {
+                    guard case .legacyQueueFull = error.kind else {
+                        logger.error("cannot send iAP1 \(packet.name ?? "command 0x\(String(packet.command, radix: 16))") to the head unit: \(error)")
+                        continue
+                    }
+                    // Counted; said at the first and each doubling: a head unit that
+                    // asks without reading must not grow the log with its requests.
+                    legacyAnswersRefused += 1
+                    if legacyAnswersRefused & (legacyAnswersRefused - 1) == 0 {
+                        logger.warning("\(legacyAnswersRefused) iAP1 answers not sent so far: \(error)")
+                    }
                 } catch {
                     logger.error("cannot send iAP1 \(packet.name ?? "command 0x\(String(packet.command, radix: 16))") to the head unit: \(error)")
                 }

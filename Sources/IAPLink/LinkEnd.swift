@@ -321,9 +321,17 @@ public struct LinkEnd: Sendable {
     }
 
     /// Writes a framed iAP1 packet to the head unit that identified in iAP1:
-    /// the device's answers to a peer that speaks nothing else.
-    public mutating func sendLegacy(_ frame: [UInt8], now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
+    /// the device's answers to a peer that speaks nothing else. `queued`:
+    /// bytes written earlier that the transport still holds (the head unit
+    /// has not taken them); iAP1 has no window, so they are what the send
+    /// queue limit bounds, as a session's queue: past it the frame is
+    /// refused (`.legacyQueueFull`) and counted, never queued.
+    public mutating func sendLegacy(_ frame: [UInt8], queued: Int = 0, now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
         guard legacyPeer, case .listening = state else { throw LinkSendError(kind: .noLegacyPeer) }
+        guard queued == 0 || queued + frame.count <= configuration.sendQueueLimit else {
+            statistics.legacyFramesRefused += 1
+            throw LinkSendError(kind: .legacyQueueFull(queued: queued, limit: configuration.sendQueueLimit))
+        }
         emit(frame, now: now)
         return takeActions()
     }

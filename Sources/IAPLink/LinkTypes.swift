@@ -226,6 +226,10 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case datagramSize(size: Int, limit: Int)
         /// `sendLegacy` with no head unit identified in iAP1, or once an iAP2 handshake has begun.
         case noLegacyPeer
+        /// `sendLegacy` while the transport still holds `queued`
+        /// bytes the head unit has not taken, and the frame would pass the
+        /// send queue limit: nothing is queued.
+        case legacyQueueFull(queued: Int, limit: Int)
     }
     public let kind: Kind
 
@@ -237,6 +241,7 @@ public struct LinkSendError: Error, Hashable, Sendable, CustomStringConvertible 
         case .tooLarge(let size, let limit): "\(size) bytes can never fit in the \(limit)-byte send queue"
         case .datagramSize(let size, let limit): "a \(size)-byte datagram does not fit one packet (1 to \(limit) bytes on this link)"
         case .noLegacyPeer: "no head unit identified in iAP1 on this link end"
+        case .legacyQueueFull(let queued, let limit): "the iAP1 head unit has not taken \(queued) bytes already sent (limit \(limit)); the frame was not sent"
         }
     }
 }
@@ -271,4 +276,7 @@ public struct LinkStatistics: Hashable, Sendable {
     /// iAP1 frames dropped because the reader had not handed back enough of
     /// the frames before them (`consumed`) to take them within `receiveBufferLimit`.
     public var legacyFramesDropped = 0
+    /// iAP1 frames `sendLegacy` refused because the head unit had not taken
+    /// what was sent before (`LinkSendError.Kind.legacyQueueFull`).
+    public var legacyFramesRefused = 0
 }

@@ -31,6 +31,8 @@ final class DescriptorTransport: Transport {
     /// Writes handed to `writer` and not yet done: while there are any, new
     /// writes queue behind them (order), otherwise the caller tries first.
     private let queuedWrites = Mutex(0)
+    /// Bytes of those writes not yet written.
+    private let queuedBytes = Mutex(0)
     private let started = Mutex(false)
 
     /// `opener` runs on the transport's thread (it may block, e.g. in accept).
@@ -143,8 +145,13 @@ final class DescriptorTransport: Transport {
             return 0
         }
         guard let start else { return }
+        let pending = bytes.count - start
+        queuedBytes.withLock { $0 += pending }
         writer.async { [self] in
-            defer { queuedWrites.withLock { $0 -= 1 } }
+            defer {
+                queuedBytes.withLock { $0 -= pending }
+                queuedWrites.withLock { $0 -= 1 }
+            }
             // Writes queued before `close` still go out (an RST, say): only a
             // released descriptor or a failed write stops them.
             let descriptor = state.withLock { $0.descriptor }
@@ -189,6 +196,8 @@ final class DescriptorTransport: Transport {
         var byte: UInt8 = 1
         _ = Glibc.write(wake.write, &byte, 1)
     }
+
+    var queuedWriteBytes: Int { queuedBytes.withLock { $0 } }
 
     func close() {
         // Let writes already queued (an RST, say) reach the peer first, but

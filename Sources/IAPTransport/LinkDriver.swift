@@ -134,12 +134,16 @@ public final class LinkDriver: Sendable {
     }
 
     /// Writes a framed iAP1 packet to a head unit that identified in iAP1
-    /// (a device end with `answersIAP1`), or throws `.noLegacyPeer`.
+    /// (a device end with `answersIAP1`), or throws `.noLegacyPeer`. As a
+    /// session's send queue, what the head unit has not taken is bounded:
+    /// while the transport holds bytes and this frame would take them past
+    /// the configuration's `sendQueueLimit`, it throws `.legacyQueueFull`
+    /// and sends nothing.
     public func sendLegacy(_ frame: [UInt8]) throws(LinkSendError) {
         var failure: LinkSendError?
         withLink(evenWhenFinished: true) { state in
             do throws(LinkSendError) {
-                apply(try state.link.sendLegacy(frame, now: MonotonicClock.now()), &state)
+                apply(try state.link.sendLegacy(frame, queued: transport.queuedWriteBytes, now: MonotonicClock.now()), &state)
             } catch {
                 failure = error
             }

@@ -35,10 +35,16 @@ public protocol Transport: AnyObject, Sendable {
     /// itself; false where a peer may take each write (a USB transfer) for
     /// one packet.
     var acceptsCoalescedWrites: Bool { get }
+    /// Bytes handed to `write` that the transport has not yet passed on
+    /// (a peer that does not read leaves them queued): what
+    /// `LinkDriver.sendLegacy` bounds, iAP1 having no window of its own.
+    /// 0 (the default) for a transport that cannot tell.
+    var queuedWriteBytes: Int { get }
 }
 
 extension Transport {
     public var acceptsCoalescedWrites: Bool { true }
+    public var queuedWriteBytes: Int { 0 }
 }
 
 /// Why a transport could not be opened, or why it ended: a kind a caller
