@@ -121,6 +121,17 @@ public struct Connection: Sendable {
     private var completions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
     private var problemsOnLink = 0
     private var outputs: [Output] = []
+    /// Head unit: whether it may send more than authentication messages on
+    /// this link: the device sent AuthenticationSucceeded, or skipped
+    /// authentication by starting identification.
+    private var clearedToSend = false
+    /// Head unit: messages asked for before it was cleared to send, oldest
+    /// first; sent once it is, dropped if the link ends or authentication fails.
+    private var heldUntilAuthenticated: [ControlMessage] = []
+
+    /// Head unit: how many messages wait for authentication at most; more
+    /// are refused with a problem naming them.
+    public static let maximumHeldUntilAuthenticated = 16
 
     /// How many `.problem` events one link reports one by one. A peer can
     /// repeat a mistake without end (a message flood before identification,
@@ -164,6 +175,8 @@ public struct Connection: Sendable {
         if self.link != nil { endLink(now: now) }
         problemsOnLink = 0
         self.link = link
+        clearedToSend = false
+        heldUntilAuthenticated = []
         controlSession = link.sessions.first { $0.type == .control }?.id
         fileSession = link.sessions.first { $0.type == .fileTransfer }?.id
         channel.reset()
@@ -199,6 +212,8 @@ public struct Connection: Sendable {
             outputs.append(.event(.problem("\(problemsOnLink) problems on this link, the last \(problemsOnLink - Self.problemsReportedPerLink) of them not reported one by one")))
         }
         problemsOnLink = 0
+        dropHeld(because: "the link ended before authentication succeeded")
+        clearedToSend = false
         link = nil
         controlSession = nil
         fileSession = nil
@@ -381,6 +396,8 @@ public struct Connection: Sendable {
             }
             if MessageID.identification.contains(message.id) {
                 stallDeadline = nil
+                // A device that starts identification has skipped (or finished) authentication.
+                if message.id == MessageID.startIdentification { clearToSend() }
                 if message.id == MessageID.startIdentification { setStage(.identifying) }
                 for output in headIdentification.received(message) { roleOutput(output) }
                 if message.id == MessageID.identificationAccepted {
@@ -426,7 +443,24 @@ public struct Connection: Sendable {
     /// Sends a message after the declared lists allow it: what the phone
     /// sends must be in the accessory's MessagesReceivedByAccessory, what the
     /// head unit sends in its own MessagesSentByAccessory.
+    ///
+    /// The head unit sends nothing but authentication messages until it is
+    /// cleared to (AuthenticationSucceeded, or the device starting
+    /// identification without it): a device ignores anything else before,
+    /// so what comes earlier waits, in order, and goes out then.
     private mutating func sendMessage(_ message: ControlMessage) {
+        if configuration.role == .headUnit, !clearedToSend, !MessageID.authentication.contains(message.id) {
+            guard controlSession != nil else {
+                emit(.problem("cannot send \(Self.name(message.id)): the link is not up"))
+                return
+            }
+            guard heldUntilAuthenticated.count < Self.maximumHeldUntilAuthenticated else {
+                emit(.problem("not sending \(Self.name(message.id)): authentication has not succeeded yet and \(Self.maximumHeldUntilAuthenticated) messages already wait for it"))
+                return
+            }
+            heldUntilAuthenticated.append(message)
+            return
+        }
         let always = MessageID.authentication.contains(message.id) || MessageID.identification.contains(message.id)
             || DiagnosticPing.requestIDs.contains(message.id)
         if !always {
@@ -454,6 +488,23 @@ public struct Connection: Sendable {
         }
     }
 
+    /// Head unit: from now on it may send anything; what waited goes out, in order.
+    private mutating func clearToSend() {
+        guard !clearedToSend else { return }
+        clearedToSend = true
+        let held = heldUntilAuthenticated
+        heldUntilAuthenticated = []
+        for message in held { sendMessage(message) }
+    }
+
+    /// Head unit: what waited for authentication is not sent.
+    private mutating func dropHeld(because reason: String) {
+        guard !heldUntilAuthenticated.isEmpty else { return }
+        let names = heldUntilAuthenticated.map { Self.name($0.id) }.joined(separator: ", ")
+        heldUntilAuthenticated = []
+        emit(.problem("not sent, \(reason): \(names)"))
+    }
+
     // MARK: - Role outputs
 
     private mutating func perform(_ authentication: [DeviceAuthentication.Output], now: LinkInstant) {
@@ -479,9 +530,12 @@ public struct Connection: Sendable {
             switch output {
             case .send(let message): sendMessage(message)
             case .authenticator(let request): outputs.append(.authenticator(request))
-            case .succeeded: log("authentication succeeded")
+            case .succeeded:
+                log("authentication succeeded")
+                clearToSend()
             case .failed(let reason):
                 log("authentication failed: \(reason)")
+                dropHeld(because: "authentication failed")
                 setStage(.failed("authentication failed: \(reason)"))
             case .problem(let problem): emit(.problem(problem))
             }
