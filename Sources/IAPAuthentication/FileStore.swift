@@ -10,9 +10,12 @@ enum FileStore {
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-    /// The file's bytes; refuses files longer than `limit`.
+    /// The file's bytes; refuses files longer than `limit` and anything but
+    /// a regular file. It is opened without blocking, so a FIFO (or a
+    /// device) named by mistake is refused at once instead of waiting for a
+    /// writer for ever.
     static func read(_ path: String, limit: Int) throws(AuthenticationError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             throw AuthenticationError(.storage, "cannot open \(path): \(errnoText())")
         }
@@ -20,6 +23,9 @@ enum FileStore {
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             throw AuthenticationError(.storage, "cannot stat \(path): \(errnoText())")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw AuthenticationError(.storage, "\(path) is not a regular file (\(kind(info.st_mode))): give the path of a PEM or DER file")
         }
         guard Int(info.st_size) <= limit else {
             throw AuthenticationError(.storage, "\(path) is \(info.st_size) bytes; at most \(limit) are read")
@@ -82,6 +88,38 @@ enum FileStore {
             throw AuthenticationError(.storage, "cannot rename \(temporary) to \(path): \(errnoText())")
         }
         ok = true
+    }
+
+    /// What a file of this mode is, in words.
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFDIR: "a directory"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "not a regular file"
+        }
+    }
+
+    /// Refuses a directory that holds private keys when another user could
+    /// change what is in it (writable by its group or by anyone, or owned
+    /// by someone else), as ssh refuses such a ~/.ssh: a key put there
+    /// would sign as this accessory.
+    static func checkPrivate(directory path: String) throws(AuthenticationError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw AuthenticationError(.storage, "cannot stat \(path): \(errnoText())")
+        }
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o022 == 0 else {
+            throw AuthenticationError(
+                .storage, "\(path) is writable by others (mode \(String(mode, radix: 8))); it holds private keys: chmod 700 it")
+        }
+        guard info.st_uid == geteuid() else {
+            throw AuthenticationError(
+                .storage, "\(path) belongs to user \(info.st_uid), not to this user (\(geteuid())); it holds private keys: use your own directory")
+        }
     }
 
     /// Creates the directory and any missing parents with `mode`.

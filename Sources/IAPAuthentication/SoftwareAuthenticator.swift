@@ -61,6 +61,9 @@ public struct SoftwareAuthenticator: Authenticator {
     /// Loads the key and certificate kept in `directory`, creating them on
     /// first use: the directory (mode 0700), a test authority and an
     /// accessory key (PEM, mode 0600) and their certificates (PEM, 0644).
+    /// A directory others can write to (or another user's) is refused; an
+    /// existing key is never replaced (a missing certificate is issued
+    /// again for it).
     public static func openOrCreate(
         directory: String, presentation: Presentation = .signedData, digest: ChallengeDigest = .default,
         now: Date = Date()
@@ -70,6 +73,8 @@ public struct SoftwareAuthenticator: Authenticator {
         let certificatePath = directory + "/" + FileName.accessoryCertificate
         let authorityKeyPath = directory + "/" + FileName.authorityKey
         let authorityPath = directory + "/" + FileName.authorityCertificate
+
+        try FileStore.checkPrivate(directory: directory)
 
         if !(FileStore.exists(keyPath) && FileStore.exists(certificatePath)) {
             let authority: TestAuthority
@@ -81,9 +86,16 @@ public struct SoftwareAuthenticator: Authenticator {
                 try FileStore.write(authorityKeyPath, Array(authority.key.pemRepresentation.utf8), mode: 0o600)
                 try FileStore.write(authorityPath, Array(authority.certificatePEM.utf8), mode: 0o644)
             }
-            let key = P256.Signing.PrivateKey()
+            // An existing key is never replaced: a missing certificate is
+            // issued again for it (a key may be registered elsewhere).
+            let key: P256.Signing.PrivateKey
+            if FileStore.exists(keyPath) {
+                key = try readKey(keyPath)
+            } else {
+                key = P256.Signing.PrivateKey()
+                try FileStore.write(keyPath, Array(key.pemRepresentation.utf8), mode: 0o600)
+            }
             let certificate = try authority.issue(publicKey: Certificate.PublicKey(key.publicKey), now: now)
-            try FileStore.write(keyPath, Array(key.pemRepresentation.utf8), mode: 0o600)
             try FileStore.write(certificatePath, Array(try pem(certificate).utf8), mode: 0o644)
         }
         let authority = FileStore.exists(authorityPath) ? try readCertificate(authorityPath) : nil

@@ -64,6 +64,55 @@ import X509
         }
     }
 
+    @Test func refusesADirectoryOthersCanWrite() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        _ = try SoftwareAuthenticator.openOrCreate(directory: temporary.path)
+        chmod(temporary.path, 0o777)
+        do {
+            _ = try SoftwareAuthenticator.openOrCreate(directory: temporary.path)
+            Issue.record("used a directory anyone can write to")
+        } catch {
+            #expect(error.kind == .storage)
+            #expect(error.detail.contains("writable by others (mode 777)") && error.detail.contains("chmod 700"), "\(error)")
+        }
+    }
+
+    /// Deleting the certificate must not cost the key: it is issued again for the same key.
+    @Test func aMissingCertificateIsIssuedAgainForTheSameKey() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let first = try SoftwareAuthenticator.openOrCreate(directory: temporary.path)
+        unlink(temporary.path + "/accessory-certificate.pem")
+        let second = try SoftwareAuthenticator.openOrCreate(directory: temporary.path)
+        #expect(second.key.rawRepresentation == first.key.rawRepresentation)
+        let certificate = try AccessoryCertificate(bytes: try await second.certificate())
+        var generator = SplitMix(seed: 5)
+        let challenge = try AuthenticationChallenge.generate(for: certificate.keyType, using: &generator)
+        #expect(AuthenticationChallenge.verify(response: try await second.respond(to: challenge.bytes), challenge: challenge.bytes,
+                                               certificate: certificate) == .valid)
+    }
+
+    /// A FIFO named as a key or as trust anchors is refused at once (it used to wait for a writer for ever).
+    @Test func aFIFOIsRefusedNotWaitedOn() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let fifo = temporary.path + "/key.pem"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        do {
+            _ = try SoftwareAuthenticator(keyFile: fifo, certificateFile: fifo)
+            Issue.record("a FIFO was read as a key")
+        } catch {
+            #expect(error.detail.contains("is not a regular file (a FIFO)"), "\(error)")
+        }
+        do {
+            _ = try TrustAnchors(contentsOfFile: fifo)
+            Issue.record("a FIFO was read as trust anchors")
+        } catch {
+            #expect("\(error)".contains("is not a regular file (a FIFO)"), "\(error)")
+        }
+    }
+
     @Test func refusesACertificateForAnotherKey() throws {
         #expect(throws: AuthenticationError.self) {
             try SoftwareAuthenticator(key: P256.Signing.PrivateKey(), certificate: Fixtures.accessory)
