@@ -3,6 +3,7 @@ import Dispatch
 import IAPLink
 import IAPEndpoint
 import IAPRoles
+import IAPSession
 import IAPTrace
 import IAPTransport
 import IAPWire
@@ -54,6 +55,13 @@ struct Ping: AsyncParsableCommand {
         end.onMessage = { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
         }
+        // The accessory sends nothing but authentication until the phone
+        // says it succeeded (or skips it): pings are timed from then on.
+        let session = SessionWatch()
+        end.observe { event, _ in
+            guard case .stage(let stage) = event else { return }
+            session.saw(stage)
+        }
         let responderAuthentication = try options.authentication.endpointAuthentication(for: .responder)
         let responder = other.map { MediaEndpoint(kind: .responder, transport: $0, authentication: responderAuthentication, logger: .discarding("endpoint")) }
         do {
@@ -70,7 +78,7 @@ struct Ping: AsyncParsableCommand {
         }
         let measured: Result<(rtts: [Double], lost: Int), any Error>
         do {
-            measured = .success(try await pings(over: end, answers: answers))
+            measured = .success(try await pings(over: end, answers: answers, session: session))
         } catch {
             measured = .failure(error)
         }
@@ -103,22 +111,43 @@ struct Ping: AsyncParsableCommand {
 
     /// Waits for the link, then sends the pings one at a time; the round
     /// trips of those answered, and how many were not.
-    private func pings(over end: MediaEndpoint, answers: AnswerBox) async throws -> (rtts: [Double], lost: Int) {
-        // Wait for the link.
+    private func pings(over end: MediaEndpoint, answers: AnswerBox, session: SessionWatch) async throws -> (rtts: [Double], lost: Int) {
+        // Wait for the link, and for authentication to be behind it.
         let start = MonotonicClock.now()
-        while !end.driver.isUp {
+        while !end.driver.isUp || !session.isOpen {
+            if let reason = session.failure {
+                throw CommandFailure(message: "the session over \(options.transport) failed: \(reason)")
+            }
             if let error = end.transportError {
                 throw CommandFailure(message: "cannot reach the other end: \(error)")
             }
             if Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9 > timeout * 4 {
-                throw CommandFailure(message: "the link did not come up over \(options.transport) within \(Int(timeout * 4)) s (is the other end running and speaking iAP2?)")
+                throw CommandFailure(message: end.driver.isUp
+                    ? "the link came up over \(options.transport) but authentication did not finish within \(Int(timeout * 4)) s"
+                    : "the link did not come up over \(options.transport) within \(Int(timeout * 4)) s (is the other end running and speaking iAP2?)")
             }
             try await Task.sleep(for: .milliseconds(2))
         }
         // The phone side sends StartIdentification first; pings do not wait for it.
+        // A link that goes down (the phone killed, a burst loss it did not
+        // survive) ends the run at once: a ping waiting for its answer is
+        // given up on, and none is sent after it.
+        let watch = Task {
+            while !Task.isCancelled {
+                if end.transportError != nil || !end.driver.isUp {
+                    answers.abandon()
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        defer { watch.cancel() }
         var rtts: [Double] = []
         var lost = 0
         for sequence in 1...count {
+            if answers.isAbandoned {
+                throw CommandFailure(message: linkLostText(end, after: rtts.count, lost: lost))
+            }
             // Built before the clock starts: the round trip is what is timed.
             let request = DiagnosticPing.request(sequence: UInt32(sequence), size: size)
             answers.expect(UInt32(sequence))
@@ -130,12 +159,20 @@ struct Ping: AsyncParsableCommand {
                 if !json && (count <= 20 || sequence % max(1, count / 10) == 0) {
                     Console.result("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
                 }
+            } else if answers.isAbandoned {
+                throw CommandFailure(message: linkLostText(end, after: rtts.count, lost: lost))
             } else {
                 lost += 1
                 if !json { Console.result("ping", "seq=\(sequence): no answer within \(timeout) s") }
             }
         }
         return (rtts, lost)
+    }
+
+    /// Why the pings stopped: the link or its transport ended.
+    private func linkLostText(_ end: MediaEndpoint, after answered: Int, lost: Int) -> String {
+        let reason = end.transportError.map { "the transport closed: \($0)" } ?? end.endReason ?? "the link went down"
+        return "stopped after \(answered) of \(count) pings answered (\(lost) lost): \(reason)"
     }
 }
 
@@ -152,6 +189,7 @@ final class AnswerBox: Sendable {
         var expected: Set<UInt32> = []
         var answered: [UInt32: LinkInstant] = [:]
         var waiters: [UInt32: Waiter] = [:]
+        var abandoned = false
     }
     private let state = Mutex(State())
     private let watchdog: DispatchSourceTimerBox
@@ -177,6 +215,19 @@ final class AnswerBox: Sendable {
 
     func expect(_ sequence: UInt32) { state.withLock { _ = $0.expected.insert(sequence) } }
 
+    /// Whether the link went away: waits end at once and return nil.
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Gives up on every answer, waiting or to come.
+    func abandon() {
+        let waiters = state.withLock { table -> [Waiter] in
+            table.abandoned = true
+            defer { table.waiters = [:] }
+            return Array(table.waiters.values)
+        }
+        for waiter in waiters { waiter.continuation.resume(returning: nil) }
+    }
+
     func deliver(_ sequence: UInt32, at instant: LinkInstant) {
         let waiter = state.withLock { table -> Waiter? in
             guard table.expected.remove(sequence) != nil else { return nil }
@@ -192,14 +243,35 @@ final class AnswerBox: Sendable {
     func answer(_ sequence: UInt32, within timeout: Double) async -> LinkInstant? {
         let giveUpAt = MonotonicClock.now() + .nanoseconds(Int64(timeout * 1e9))
         return await withCheckedContinuation { (continuation: CheckedContinuation<LinkInstant?, Never>) in
-            let early = state.withLock { table -> LinkInstant? in
-                if let instant = table.answered.removeValue(forKey: sequence) { return instant }
+            let early = state.withLock { table -> LinkInstant?? in
+                if let instant = table.answered.removeValue(forKey: sequence) { return .some(instant) }
+                if table.abandoned { return .some(nil) }
                 table.waiters[sequence] = Waiter(continuation: continuation, giveUpAt: giveUpAt)
                 return nil
             }
             if let early { continuation.resume(returning: early) }
         }
     }
+}
+
+/// Where the pinging end's session stands, from its stage events: open
+/// once authentication is behind it (identifying or identified), or why it
+/// failed.
+final class SessionWatch: Sendable {
+    private let state = Mutex<(open: Bool, failure: String?)>((false, nil))
+
+    func saw(_ stage: Connection.Stage) {
+        state.withLock {
+            switch stage {
+            case .identifying, .identified: $0.open = true
+            case .failed(let reason): $0.failure = reason
+            case .disconnected, .authenticating: break
+            }
+        }
+    }
+
+    var isOpen: Bool { state.withLock { $0.open } }
+    var failure: String? { state.withLock { $0.failure } }
 }
 
 /// A repeating Dispatch timer.

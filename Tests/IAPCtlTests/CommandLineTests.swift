@@ -217,6 +217,49 @@ import Testing
         #expect(errors.contains("error: the connection ended (") && errors.contains("before the shell's input did; not run: 'ls', 'np'"), "\(errors)")
     }
 
+    /// A phone killed mid-run ends the pings at once, saying why, with
+    /// status 1 (each ping used to wait out its timeout, for minutes).
+    @Test func pingStopsWhenItsPhoneDies() throws {
+        let port = try ServingTests.freePort()
+        let directory = try Self.temporaryDirectory()
+        func process(_ arguments: [String], name: String) throws -> (Process, URL, URL) {
+            let outputs = [directory.appendingPathComponent("\(name).out"), directory.appendingPathComponent("\(name).err")]
+            for url in outputs { try Data().write(to: url) }
+            let process = Process()
+            process.executableURL = Self.binary
+            process.arguments = arguments
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = try FileHandle(forWritingTo: outputs[0])
+            process.standardError = try FileHandle(forWritingTo: outputs[1])
+            try process.run()
+            return (process, outputs[0], outputs[1])
+        }
+        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+        func wait(seconds: Double, until done: () -> Bool) -> Bool {
+            let start = Date()
+            while !done() && Date().timeIntervalSince(start) < seconds { usleep(20_000) }
+            return done()
+        }
+        let (phone, _, phoneLog) = try process(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], name: "phone")
+        defer {
+            if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
+            phone.waitUntilExit()
+        }
+        try #require(wait(seconds: 30) { text(phoneLog).contains("listening on") }, "the phone did not listen: \(text(phoneLog))")
+        let (ping, _, stderr) = try process(["ping", "--transport", "tcp:127.0.0.1:\(port)", "--count", "10000000", "--timeout", "5"], name: "ping")
+        defer {
+            if ping.isRunning { kill(ping.processIdentifier, SIGKILL) }
+            ping.waitUntilExit()
+        }
+        try #require(wait(seconds: 30) { text(phoneLog).contains("identified") }, "the pinging end was not identified: \(text(phoneLog))")
+        kill(phone.processIdentifier, SIGKILL)
+        // Without the fix the next ping waits its 5 s and the run goes on for ever.
+        try #require(wait(seconds: 30) { !ping.isRunning }, "ping went on after its phone died: \(text(stderr))")
+        #expect(ping.terminationStatus == 1)
+        let errors = text(stderr)
+        #expect(errors.contains("stopped after") && errors.contains("the transport closed"), "\(errors)")
+    }
+
     // MARK: usage mistakes
 
     /// A word that names no command was an "unexpected argument".
