@@ -75,7 +75,7 @@ func secondsText(_ value: Double) -> String {
 /// `tcp-listen:` it serves one peer after another until stopped, unless
 /// `once`.
 func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: ServingOptions, library: SampleLibrary = .standard,
-             screen: HeadUnitScreen? = nil) async throws {
+             screen: HeadUnitScreen? = nil, maximumConnections: Int = 1) async throws {
     let logger = Log()
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
@@ -93,6 +93,11 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: Se
     }
     let listener = try TCPTransport.listener(host: host, port: port)
     let traceFile = try options.trace.map { try TraceFile(path: $0) }
+    if maximumConnections > 1 {
+        try await serveAtOnce(kind, listener: listener, traceFile: traceFile, options: options, serving: serving, library: library,
+                              maximumConnections: maximumConnections, logger: logger)
+        return
+    }
     let shell = ShellFeed()
     if kind == .headUnit { StandardInputLines.start(interrupt: shell.interrupt) { shell.feed($0) } }
     logger(kind.rawValue, "listening on \(options.transport); serving one connection after another (--once serves one)")
@@ -107,6 +112,45 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: Se
                                               shell: shell, logger: logger, screen: screen, serving: true, idle: idle)
         if outcome.quit { return }
         logger(kind.rawValue, "connection #\(number) ended; waiting for the next")
+    }
+}
+
+/// Serves up to `maximumConnections` peers of a listener at once, each its
+/// own connection (the phone: a stalled or failed head unit never keeps the
+/// next one waiting). At the limit no further peer is accepted until one
+/// ends; the kernel's listen backlog (4) holds the next few meanwhile.
+func serveAtOnce(_ kind: EndKind, listener: TCPListener, traceFile: TraceFile?, options: TransportOptions, serving: ServingOptions,
+                 library: SampleLibrary, maximumConnections: Int, logger: Log) async throws {
+    logger(kind.rawValue, "listening on \(options.transport); serving up to \(maximumConnections) connections at once (--max-connections)")
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var active = 0
+        var number = 0
+        while true {
+            if active >= maximumConnections {
+                try await group.next()
+                active -= 1
+            }
+            number += 1
+            let connection = number
+            // Set once a peer has connected, or once the connection ended without one.
+            let taken = OnceSet()
+            let peerConnected = OnceSet()
+            let accepted = listener.nextConnection {
+                peerConnected.set()
+                taken.set()
+            }
+            let transport = traceFile?.recording(accepted, as: kind, connection: connection) ?? accepted
+            let idle = serving.limit.map { (limit: $0, counting: peerConnected) }
+            group.addTask {
+                defer { taken.set() }
+                let outcome = try await runConnection(kind, transport: transport, other: nil, options: options, once: false, library: library,
+                                                      shell: ShellFeed(), logger: logger, serving: true, idle: idle, label: "\(kind.rawValue) #\(connection)")
+                logger(kind.rawValue, "connection #\(connection) ended" + (outcome.failed ? " (its session failed)" : ""))
+            }
+            active += 1
+            // The next accept waits until this one has its peer.
+            while !taken.isSet { try await Task.sleep(for: .milliseconds(20)) }
+        }
     }
 }
 
@@ -191,11 +235,11 @@ struct ConnectionOutcome {
 /// for `idle.limit` since the peer connected (`idle.counting`).
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
                    library: SampleLibrary, shell: ShellFeed, logger: Log, screen: HeadUnitScreen? = nil,
-                   serving: Bool = false, idle: (limit: Duration, counting: OnceSet)? = nil) async throws -> ConnectionOutcome {
+                   serving: Bool = false, idle: (limit: Duration, counting: OnceSet)? = nil, label: String? = nil) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
     func endpoint(_ kind: EndKind, over transport: Transport) throws -> MediaEndpoint {
         MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
-                      authentication: try options.authentication.endpointAuthentication(for: kind), logger: Logger(label: kind.rawValue))
+                      authentication: try options.authentication.endpointAuthentication(for: kind), logger: Logger(label: label ?? kind.rawValue))
     }
     let end = try endpoint(kind, over: transport)
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
@@ -214,6 +258,13 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     let started = MonotonicClock.now()
     let showsScreen = screen != nil
     let stop: @Sendable (MediaEndpoint) -> Bool = { endpoint in
+        // A phone whose session failed (authentication refused or never
+        // answered, identification rejected) has nothing more to do on this
+        // connection: it ends, and the listener is free for the next peer.
+        if endpoint.kind == .phone, case .failed(let reason) = endpoint.connection.stage {
+            logger(label ?? endpoint.kind.rawValue, "closing the connection: \(reason)", level: .warning)
+            return true
+        }
         guard endpoint.kind == .headUnit, let shell = headUnitShell else { return false }
         if once { return shell.nowPlayingUpdates > 0 }
         if shell.quit { return true }
@@ -296,7 +347,7 @@ struct Phone: AsyncParsableCommand {
         browse the content tree as nested playlists.
 
         Examples:
-          iapctl phone --transport tcp-listen:127.0.0.1:7000   # one after another
+          iapctl phone --transport tcp-listen:127.0.0.1:7000   # up to 4 head units at once
           iapctl phone --once --transport tcp-listen:127.0.0.1:7000
           iapctl phone --transport serial:/dev/ttyUSB0@115200
           iapctl phone --library my.json --transport tcp-listen:0.0.0.0:7000
@@ -314,10 +365,18 @@ struct Phone: AsyncParsableCommand {
     @Flag(help: "Print the built-in library as JSON (a starting point for --library) and exit.")
     var printLibrary = false
 
-    @Flag(help: "With tcp-listen: serve one connection, then exit (without it the phone takes one connection after another).")
+    @Flag(help: "With tcp-listen: serve one connection, then exit (without it the phone serves head units until stopped, up to --max-connections at once).")
     var once = false
 
     @OptionGroup(title: "Serving tcp-listen connections") var serving: ServingOptions
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("With tcp-listen: serve up to this many head units at once, each its own session (a stalled one never keeps the next waiting); at the limit the next waits until one ends.",
+                               valueName: "count"))
+    var maxConnections = 4
+
+    func validate() throws {
+        guard (1...256).contains(maxConnections) else { throw ValidationError("--max-connections must be 1 to 256, not \(maxConnections)") }
+    }
 
     func run() async throws {
         if printLibrary {
@@ -327,7 +386,7 @@ struct Phone: AsyncParsableCommand {
         var served = SampleLibrary.standard
         if let library { served = try LibraryFile.load(library) }
         logging.bootstrap()
-        try await runRole(.phone, options: options, once: once, serving: serving, library: served)
+        try await runRole(.phone, options: options, once: once, serving: serving, library: served, maximumConnections: maxConnections)
     }
 }
 

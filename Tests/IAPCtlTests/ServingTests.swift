@@ -62,7 +62,7 @@ import Glibc
         try Data().write(to: log)
         let process = Process()
         process.executableURL = CommandLineTests.binary
-        process.arguments = ["phone", "--auth", "off", "--idle-limit", "1", "--transport", "tcp-listen:127.0.0.1:\(port)"]
+        process.arguments = ["phone", "--auth", "off", "--idle-limit", "1", "--max-connections", "1", "--transport", "tcp-listen:127.0.0.1:\(port)"]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: log)
@@ -89,5 +89,81 @@ import Glibc
         let text = String(decoding: try Data(contentsOf: log), as: UTF8.self)
         #expect(text.contains("no link on this connection for 1.0 seconds; closing it to serve the next peer"), "\(text)")
         #expect(text.contains("connection #1 ended; waiting for the next"), "\(text)")
+    }
+
+    /// The phone serves several head units at once: a peer that connects
+    /// and says nothing never keeps the next waiting (no idle limit here).
+    @Test func aSilentPeerDoesNotKeepTheNextWaiting() throws {
+        let port = try Self.freePort()
+        let (process, log) = try Self.phone(["--auth", "off", "--idle-limit", "0", "--transport", "tcp-listen:127.0.0.1:\(port)"])
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        let silent = Self.connect(port: port, within: 20)
+        try #require(silent >= 0, "the phone did not listen on \(port)")
+        defer { close(silent) }
+        let next = Self.connect(port: port, within: 5)
+        try #require(next >= 0)
+        defer { close(next) }
+        #expect(write(next, Self.detect, Self.detect.count) == Self.detect.count)
+        let answer = Self.read(next, count: Self.detect.count, within: 20)
+        #expect(answer == Self.detect, "the next peer got \(answer) instead of the detect echo: \(String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self))")
+    }
+
+    /// A head unit whose certificate the phone does not trust: the phone
+    /// ends that connection (the session stayed, holding the listener).
+    @Test func aFailedAuthenticationEndsTheConnection() throws {
+        let directory = try CommandLineTests.temporaryDirectory()
+        let anchors = directory.appendingPathComponent("other-authority.pem").path
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                             "-keyout", directory.appendingPathComponent("other-authority.key").path, "-out", anchors,
+                             "-subj", "/CN=another authority", "-days", "30"]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0, "openssl could not make a test authority")
+        let port = try Self.freePort()
+        let (phone, log) = try Self.phone(["--trust-anchors", anchors, "--idle-limit", "0", "--transport", "tcp-listen:127.0.0.1:\(port)"])
+        defer {
+            if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
+            phone.waitUntilExit()
+        }
+        let listening = Date().addingTimeInterval(20)
+        while !String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self).contains("listening on"), Date() < listening { usleep(50_000) }
+        let headUnit = Process()
+        headUnit.executableURL = CommandLineTests.binary
+        headUnit.arguments = ["head-unit", "--transport", "tcp:127.0.0.1:\(port)"]
+        headUnit.environment = ProcessInfo.processInfo.environment.merging(["XDG_DATA_HOME": directory.path]) { $1 }
+        headUnit.standardInput = Pipe()
+        headUnit.standardOutput = FileHandle.nullDevice
+        headUnit.standardError = FileHandle.nullDevice
+        try headUnit.run()
+        defer {
+            if headUnit.isRunning { kill(headUnit.processIdentifier, SIGKILL) }
+            headUnit.waitUntilExit()
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while headUnit.isRunning && Date() < deadline { usleep(50_000) }
+        #expect(!headUnit.isRunning, "the phone kept the untrusted head unit's connection")
+        let text = String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self)
+        #expect(text.contains("closing the connection: authentication failed"), "\(text)")
+    }
+
+    /// `iapctl phone` with these arguments, its standard error in a file.
+    static func phone(_ arguments: [String]) throws -> (Process, URL) {
+        let log = try CommandLineTests.temporaryDirectory().appendingPathComponent("phone.err")
+        try Data().write(to: log)
+        let process = Process()
+        process.executableURL = CommandLineTests.binary
+        process.arguments = ["phone"] + arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        return (process, log)
     }
 }
