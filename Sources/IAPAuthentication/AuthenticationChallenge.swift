@@ -54,28 +54,83 @@ public enum ChallengeDigest: Hashable, Sendable {
     // RSA (2.0C): PKCS#1 v1.5 needs a digest of a type _CryptoExtras knows
     // (SHA-1, SHA-256, SHA-384, SHA-512: it looks the algorithm up by the
     // digest's Swift type, and a caller-made Digest type makes its
-    // verification trap on a `try!`). A SHA-1 digest can only be had by
-    // hashing, so the 20-byte challenge cannot be passed as the digest
-    // itself: RSA signs and verifies PKCS#1 v1.5 with SHA-1 over the
-    // challenge as a message, whatever this switch says. Docs/Authentication.md.
+    // verification trap on a `try!`). So the 20-byte challenge is put into an
+    // `Insecure.SHA1Digest` value (`challengeAsSHA1Digest`), read back and
+    // compared, and signed as the digest, as P-256 signs it (`.asIs`). Public
+    // sources leave open whether a 2.0C device reads it so or hashes it
+    // first, so verification accepts either reading and says which held.
+    // Docs/Authentication.md.
 
-    /// RSA PKCS#1 v1.5 with SHA-1 over the challenge.
+    /// RSA PKCS#1 v1.5 with the 20-byte challenge as the SHA-1 digest.
     public static func rsaSignature(for challenge: [UInt8], with key: _RSA.Signing.PrivateKey)
         throws(AuthenticationError) -> [UInt8]
     {
+        let digest = try challengeAsSHA1Digest(challenge)
         do {
-            let signature = try key.signature(for: Insecure.SHA1.hash(data: challenge), padding: .insecurePKCS1v1_5)
+            let signature = try key.signature(for: digest, padding: .insecurePKCS1v1_5)
             return Array(signature.rawRepresentation)
         } catch {
             throw AuthenticationError(.badValue, "RSA signing failed: \(error)")
         }
     }
 
-    /// Whether an RSA PKCS#1 v1.5 SHA-1 signature is valid for the challenge.
+    /// Whether an RSA PKCS#1 v1.5 SHA-1 signature is valid for the challenge
+    /// under either reading (`rsaReading(of:for:with:)`).
     public static func rsaIsValid(_ signature: [UInt8], for challenge: [UInt8], with key: _RSA.Signing.PublicKey) -> Bool {
-        key.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature),
-            for: Insecure.SHA1.hash(data: challenge), padding: .insecurePKCS1v1_5)
+        rsaReading(of: signature, for: challenge, with: key) != nil
+    }
+
+    /// The reading of the challenge under which an RSA PKCS#1 v1.5 SHA-1
+    /// signature verifies: first the challenge as the digest (20 bytes only),
+    /// then SHA-1 of the challenge; nil when neither does.
+    public static func rsaReading(of signature: [UInt8], for challenge: [UInt8], with key: _RSA.Signing.PublicKey)
+        -> RSAChallengeReading?
+    {
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: signature)
+        if let digest = try? challengeAsSHA1Digest(challenge),
+            key.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5)
+        {
+            return .challengeAsDigest
+        }
+        if key.isValidSignature(signature, for: Insecure.SHA1.hash(data: challenge), padding: .insecurePKCS1v1_5) {
+            return .sha1OfChallenge
+        }
+        return nil
+    }
+
+    /// The 20-byte challenge as a SHA-1 digest value, for _CryptoExtras. The
+    /// bytes are written over a hash's and read back: a layout that does not
+    /// give them back is an error, never a signature over other bytes.
+    static func challengeAsSHA1Digest(_ challenge: [UInt8]) throws(AuthenticationError) -> Insecure.SHA1Digest {
+        guard challenge.count == Insecure.SHA1.byteCount else {
+            throw AuthenticationError(
+                .badValue, "an RSA (2.0C) challenge read as the SHA-1 digest is 20 bytes, not \(challenge.count)")
+        }
+        var digest = Insecure.SHA1.hash(data: [UInt8]())
+        withUnsafeMutableBytes(of: &digest) { raw in
+            if raw.count >= challenge.count { raw.copyBytes(from: challenge) }
+        }
+        guard Array(digest) == challenge else {
+            throw AuthenticationError(
+                .unsupportedKey, "this swift-crypto's SHA1Digest does not hold its bytes inline; cannot sign the challenge as the digest")
+        }
+        return digest
+    }
+}
+
+/// How a 2.0C (RSA) challenge was read by the signature that verified.
+public enum RSAChallengeReading: Hashable, Sendable, CustomStringConvertible {
+    /// The 20-byte challenge is the SHA-1 digest, signed unchanged (as this
+    /// stack signs, and as P-256 `.asIs` reads a 3.0 challenge).
+    case challengeAsDigest
+    /// SHA-1 of the challenge is the digest.
+    case sha1OfChallenge
+
+    public var description: String {
+        switch self {
+        case .challengeAsDigest: "the challenge as the SHA-1 digest"
+        case .sha1OfChallenge: "SHA-1 of the challenge"
+        }
     }
 }
 
@@ -149,8 +204,9 @@ public struct AuthenticationChallenge: Hashable, Sendable {
     /// Checks an accessory's AuthenticationResponse (0xAA03) against the
     /// challenge and the public key of the certificate it presented.
     /// P-256: a raw 64-byte r||s ECDSA signature over the challenge read as
-    /// `digest` says. RSA: PKCS#1 v1.5 with SHA-1 over the challenge, the
-    /// signature as long as the modulus.
+    /// `digest` says. RSA: PKCS#1 v1.5 SHA-1, the signature as long as the
+    /// modulus, with the challenge as the digest or SHA-1 of it
+    /// (`ChallengeDigest.rsaReading(of:for:with:)` says which held).
     public static func verify(
         response: [UInt8], challenge: [UInt8], certificate: AccessoryCertificate,
         digest: ChallengeDigest = .default

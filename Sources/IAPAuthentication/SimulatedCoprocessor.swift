@@ -4,8 +4,8 @@ import _CryptoExtras
 
 /// An authentication coprocessor in memory, as an `I2CBus`: the register
 /// protocol `CoprocessorAuthenticator` speaks, for tests and demos. It can
-/// be 2.0C (signing RSA-1024 PKCS#1 v1.5 with SHA-1, as `ChallengeDigest`
-/// does) or 3.0 (ECDSA P-256 over the challenge read as `digest` says),
+/// be 2.0C (signing RSA-1024 PKCS#1 v1.5 SHA-1 with the challenge as the
+/// digest, `ChallengeDigest.rsaSignature`) or 3.0 (ECDSA P-256 over the challenge read as `digest` says),
 /// NACK the first `nacksPerTransaction` tries of every transaction as a
 /// busy chip does, stay busy for some status polls, and fail signing with
 /// an error code.

@@ -126,4 +126,48 @@ import _CryptoExtras
             return
         }
     }
+
+    @Test func signsRSAChallengesAsTheDigestAndVerifiesEitherReading() throws {
+        // A challenge that happens to be SHA-1 of a message: signed as the
+        // digest, it verifies as a plain PKCS#1 v1.5 SHA-1 signature over
+        // that message (swift-crypto's own hashing, not our digest value).
+        let message: [UInt8] = Array("2.0C".utf8)
+        let challenge = Array(Insecure.SHA1.hash(data: message))
+        let asDigest = try ChallengeDigest.rsaSignature(for: challenge, with: Fixtures.rsa1024)
+        #expect(
+            Fixtures.rsa1024.publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: asDigest), for: Insecure.SHA1.hash(data: message),
+                padding: .insecurePKCS1v1_5))
+        // The other reading: SHA-1 of the challenge is the digest.
+        let hashed = Array(
+            try Fixtures.rsa1024.signature(for: Insecure.SHA1.hash(data: challenge), padding: .insecurePKCS1v1_5)
+                .rawRepresentation)
+        #expect(hashed != asDigest)
+        let key = Fixtures.rsa1024.publicKey
+        #expect(ChallengeDigest.rsaReading(of: asDigest, for: challenge, with: key) == .challengeAsDigest)
+        #expect(ChallengeDigest.rsaReading(of: hashed, for: challenge, with: key) == .sha1OfChallenge)
+        #expect(ChallengeDigest.rsaReading(of: flipBit(asDigest, at: 9), for: challenge, with: key) == nil)
+        #expect(ChallengeDigest.rsaReading(of: hashed, for: flipBit(challenge, at: 3), with: key) == nil)
+        let certificate = try AccessoryCertificate(bytes: Fixtures.rsa1024Certificate.derBytes)
+        #expect(AuthenticationChallenge.verify(response: asDigest, challenge: challenge, certificate: certificate) == .valid)
+        #expect(AuthenticationChallenge.verify(response: hashed, challenge: challenge, certificate: certificate) == .valid)
+        guard
+            case .badSignature = AuthenticationChallenge.verify(
+                response: flipBit(hashed, at: 50), challenge: challenge, certificate: certificate)
+        else {
+            Issue.record("a wrong RSA signature was not refused")
+            return
+        }
+    }
+
+    @Test func rsaChallengeOfAnotherLengthIsReadOnlyAsHashed() throws {
+        let challenge = [UInt8](repeating: 0x5A, count: 32)
+        #expect(throws: AuthenticationError.self) {
+            try ChallengeDigest.rsaSignature(for: challenge, with: Fixtures.rsa1024)
+        }
+        let hashed = Array(
+            try Fixtures.rsa1024.signature(for: Insecure.SHA1.hash(data: challenge), padding: .insecurePKCS1v1_5)
+                .rawRepresentation)
+        #expect(ChallengeDigest.rsaReading(of: hashed, for: challenge, with: Fixtures.rsa1024.publicKey) == .sha1OfChallenge)
+    }
 }
