@@ -244,16 +244,15 @@ enum USBDeviceText {
         switch descriptors.iapAccess {
         case .bulk(let configuration, let interface)? where interface.bulkIn != nil && interface.bulkOut != nil:
             var iap = JSONObjectWriter()
-            iap.string("kind", "bulk")
             iap.integer("configuration", Int(configuration))
             iap.integer("interface", Int(interface.number))
             iap.string("endpoint_in", "0x" + hex2(interface.bulkIn!.address))
             iap.string("endpoint_out", "0x" + hex2(interface.bulkOut!.address))
             iap.integer("max_packet_size", Int(interface.bulkIn!.maxPacketSize))
+            iap.string("kind", "bulk")
             object.raw("iap_interface", iap.finish())
         case .hid(let configuration, let interface)?:
             var iap = JSONObjectWriter()
-            iap.string("kind", "hid")
             iap.integer("configuration", Int(configuration))
             iap.integer("interface", Int(interface.number))
             iap.stringOrNull("endpoint_in", interface.interruptIn.map { "0x" + hex2($0.address) })
@@ -270,6 +269,7 @@ enum USBDeviceText {
                 iap.raw("input_reports", "null")
                 iap.raw("output_reports", "null")
             }
+            iap.string("kind", "hid")
             object.raw("iap_interface", iap.finish())
         default:
             object.raw("iap_interface", "null")

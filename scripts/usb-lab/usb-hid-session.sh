@@ -40,7 +40,7 @@ udevadm settle
 "$iapctl" devices > "$out/devices.txt" 2>&1
 "$iapctl" devices --json > "$out/devices.json" 2>/dev/null
 check "iapctl devices names iAP over HID in configuration 2" grep -q "iAP over HID: interface 0 in configuration 2 (active: 1; selected when opened)" "$out/devices.txt"
-check "iapctl devices --json says kind hid, configuration 2" grep -q '"kind":"hid","configuration":2,"interface":0' "$out/devices.json"
+check "iapctl devices --json says kind hid, configuration 2" grep -q '"iap_interface":{"configuration":2,"interface":0,.*"kind":"hid"' "$out/devices.json"
 
 # Session 1 sends SET_REPORT in the full form (report id + declared size),
 # session 2 in the count form (id inside the declared size): the phone takes both.
