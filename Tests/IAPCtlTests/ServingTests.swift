@@ -57,16 +57,7 @@ import Glibc
     @Test func aConnectionThatBringsNoLinkIsClosedAndTheNextPeerIsServed() throws {
         try #require(FileManager.default.isExecutableFile(atPath: CommandLineTests.binary.path), "no iapctl next to the tests: build the package first")
         let port = try Self.freePort()
-        let directory = try CommandLineTests.temporaryDirectory()
-        let log = directory.appendingPathComponent("stderr")
-        try Data().write(to: log)
-        let process = Process()
-        process.executableURL = CommandLineTests.binary
-        process.arguments = ["phone", "--auth", "off", "--idle-limit", "1", "--max-connections", "1", "--transport", "tcp-listen:127.0.0.1:\(port)"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
+        let (process, log) = try Self.phone(["--auth", "off", "--idle-limit", "1", "--max-connections", "1", "--transport", "tcp-listen:127.0.0.1:\(port)"])
         defer {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
