@@ -172,29 +172,40 @@ import Testing
 
     // MARK: head-unit shell
 
+    /// iapctl started with `arguments`; its standard output and error go to
+    /// NAME.out and NAME.err in `directory` (returned in that order).
+    static func launch(_ arguments: [String], input: Any, logsIn directory: URL, name: String) throws -> (Process, URL, URL) {
+        let outputs = [directory.appendingPathComponent("\(name).out"), directory.appendingPathComponent("\(name).err")]
+        for url in outputs { try Data().write(to: url) }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = try FileHandle(forWritingTo: outputs[0])
+        process.standardError = try FileHandle(forWritingTo: outputs[1])
+        try process.run()
+        return (process, outputs[0], outputs[1])
+    }
+
+    static func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+
+    /// Whether `done` holds within `seconds` (a bound for a hang, not a speed check).
+    static func wait(seconds: Double, until done: () -> Bool) -> Bool {
+        let start = Date()
+        while !done() && Date().timeIntervalSince(start) < seconds { usleep(20_000) }
+        return done()
+    }
+
     /// A phone that dies mid-script: the head unit names the lines it did
     /// not run and exits 1, as its help says. It exited 0 and dropped them.
     @Test func aScriptWhosePhoneDiesNamesTheLinesNotRunAndFails() throws {
         let port = try ServingTests.freePort()
         let directory = try Self.temporaryDirectory()
-        func process(_ arguments: [String], input: Any, name: String) throws -> (Process, URL, URL) {
-            let outputs = [directory.appendingPathComponent("\(name).out"), directory.appendingPathComponent("\(name).err")]
-            for url in outputs { try Data().write(to: url) }
-            let process = Process()
-            process.executableURL = Self.binary
-            process.arguments = arguments
-            process.standardInput = input
-            process.standardOutput = try FileHandle(forWritingTo: outputs[0])
-            process.standardError = try FileHandle(forWritingTo: outputs[1])
-            try process.run()
-            return (process, outputs[0], outputs[1])
+        func process(_ arguments: [String], input: Any = FileHandle.nullDevice, name: String) throws -> (Process, URL, URL) {
+            try Self.launch(arguments, input: input, logsIn: directory, name: name)
         }
-        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
-        func wait(seconds: Double, until done: () -> Bool) -> Bool {
-            let start = Date()
-            while !done() && Date().timeIntervalSince(start) < seconds { usleep(20_000) }
-            return done()
-        }
+        func text(_ url: URL) -> String { Self.text(url) }
+        func wait(seconds: Double, until done: () -> Bool) -> Bool { Self.wait(seconds: seconds, until: done) }
         let (phone, _, phoneLog) = try process(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], input: FileHandle.nullDevice, name: "phone")
         defer {
             if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
@@ -222,24 +233,11 @@ import Testing
     @Test func pingStopsWhenItsPhoneDies() throws {
         let port = try ServingTests.freePort()
         let directory = try Self.temporaryDirectory()
-        func process(_ arguments: [String], name: String) throws -> (Process, URL, URL) {
-            let outputs = [directory.appendingPathComponent("\(name).out"), directory.appendingPathComponent("\(name).err")]
-            for url in outputs { try Data().write(to: url) }
-            let process = Process()
-            process.executableURL = Self.binary
-            process.arguments = arguments
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = try FileHandle(forWritingTo: outputs[0])
-            process.standardError = try FileHandle(forWritingTo: outputs[1])
-            try process.run()
-            return (process, outputs[0], outputs[1])
+        func process(_ arguments: [String], input: Any = FileHandle.nullDevice, name: String) throws -> (Process, URL, URL) {
+            try Self.launch(arguments, input: input, logsIn: directory, name: name)
         }
-        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
-        func wait(seconds: Double, until done: () -> Bool) -> Bool {
-            let start = Date()
-            while !done() && Date().timeIntervalSince(start) < seconds { usleep(20_000) }
-            return done()
-        }
+        func text(_ url: URL) -> String { Self.text(url) }
+        func wait(seconds: Double, until done: () -> Bool) -> Bool { Self.wait(seconds: seconds, until: done) }
         let (phone, _, phoneLog) = try process(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], name: "phone")
         defer {
             if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
