@@ -156,6 +156,7 @@ let package = Package(
             name: "IAPAuthenticationTests",
             dependencies: [
                 "IAPAuthentication",
+                "IAPSession",
                 "IAPWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -54,7 +54,12 @@ public struct DeviceVerifier: Sendable {
                 return .responseInvalid("the certificate no longer parses")
             }
             let verification = AuthenticationChallenge.verify(response: response, challenge: challenge, certificate: certificate, digest: digest)
-            return verification.isValid ? .responseValid : .responseInvalid(verification.description)
+            guard verification.isValid else { return .responseInvalid(verification.description) }
+            // 2.0C leaves open how the challenge is read: say which reading held.
+            if case .rsa(let key) = certificate.publicKey, let reading = ChallengeDigest.rsaReading(of: response, for: challenge, with: key) {
+                return .responseVerified(reading: reading.description)
+            }
+            return .responseValid
         }
     }
 

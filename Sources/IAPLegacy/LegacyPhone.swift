@@ -326,6 +326,10 @@ public struct LegacyPhone: Sendable {
         case (.verifyingSignature(let summary), .responseValid):
             authentication = .succeeded
             return [.send(own(General.lingo, General.ackDevAuthenticationStatus, [0x00])), .event(.authenticated(summary))]
+        case (.verifyingSignature(let summary), .responseVerified(let reading)):
+            authentication = .succeeded
+            return [.send(own(General.lingo, General.ackDevAuthenticationStatus, [0x00])),
+                    .event(.authenticated("\(summary); the signature holds for \(reading)"))]
         case (.verifyingSignature, .responseInvalid(let reason)):
             authentication = .failed
             return [.send(own(General.lingo, General.ackDevAuthenticationStatus, [0x01])), .event(.authenticationFailed("signature invalid: \(reason)"))]

@@ -19,6 +19,10 @@ public enum VerificationAnswer: Hashable, Sendable {
     case certificateAccepted(summary: String, challenge: [UInt8])
     case certificateRejected(String)
     case responseValid
+    /// Valid under a reading the protocol leaves open (a 2.0C RSA challenge
+    /// signed as the digest or hashed first): `reading` says which held, and
+    /// the connection logs it.
+    case responseVerified(reading: String)
     case responseInvalid(String)
 }
 
@@ -79,8 +83,9 @@ struct DeviceAuthentication: Sendable {
         case send(ControlMessage)
         case verify(VerificationRequest)
         case certificate(summary: String)
-        /// Authentication is over: identification may start.
-        case succeeded
+        /// Authentication is over: identification may start. `reading`: how
+        /// the response was read, where that was open.
+        case succeeded(reading: String?)
         case failed(String)
     }
 
@@ -142,15 +147,21 @@ struct DeviceAuthentication: Sendable {
         case (.examining, .certificateRejected(let reason)):
             return fail("the accessory certificate cannot be used: \(reason)")
         case (.verifying, .responseValid):
-            step = .done
-            deadline = nil
-            return [.send(ControlMessage(id: MessageID.authenticationSucceeded)), .succeeded]
+            return succeeded(reading: nil)
+        case (.verifying, .responseVerified(let reading)):
+            return succeeded(reading: reading)
         case (.verifying, .responseInvalid(let reason)):
             return fail("the challenge response does not verify: \(reason)")
         default:
             // An answer for a step that is over (the link went down meanwhile).
             return []
         }
+    }
+
+    private mutating func succeeded(reading: String?) -> [Output] {
+        step = .done
+        deadline = nil
+        return [.send(ControlMessage(id: MessageID.authenticationSucceeded)), .succeeded(reading: reading)]
     }
 
     mutating func tick(now: LinkInstant) -> [Output] {

@@ -515,8 +515,8 @@ public struct Connection: Sendable {
             case .certificate(let summary):
                 emit(.accessoryCertificate(summary))
                 log("accessory certificate: \(summary)")
-            case .succeeded:
-                log("authentication succeeded")
+            case .succeeded(let reading):
+                log("authentication succeeded" + (reading.map { " (the response holds for \($0))" } ?? ""))
                 startIdentification(now: now)
             case .failed(let reason):
                 log("authentication failed: \(reason); no identification")

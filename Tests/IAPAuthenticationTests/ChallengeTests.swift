@@ -1,4 +1,5 @@
 import Crypto
+import IAPSession
 import IAPWire
 import Testing
 import X509
@@ -155,6 +156,24 @@ import _CryptoExtras
             case .badSignature = AuthenticationChallenge.verify(
                 response: flipBit(hashed, at: 50), challenge: challenge, certificate: certificate)
         else {
+            Issue.record("a wrong RSA signature was not refused")
+            return
+        }
+    }
+
+    @Test func theVerifierSaysWhichRSAReadingHeld() throws {
+        let challenge = [UInt8](0..<20)
+        let certificate = Fixtures.rsa1024Certificate.derBytes
+        let asDigest = try ChallengeDigest.rsaSignature(for: challenge, with: Fixtures.rsa1024)
+        let hashed = Array(
+            try Fixtures.rsa1024.signature(for: Insecure.SHA1.hash(data: challenge), padding: .insecurePKCS1v1_5)
+                .rawRepresentation)
+        let verifier = DeviceVerifier()
+        #expect(verifier.answerWithoutChain(.response(asDigest, challenge: challenge, certificate: certificate))
+                == .responseVerified(reading: "the challenge as the SHA-1 digest"))
+        #expect(verifier.answerWithoutChain(.response(hashed, challenge: challenge, certificate: certificate))
+                == .responseVerified(reading: "SHA-1 of the challenge"))
+        guard case .responseInvalid = verifier.answerWithoutChain(.response(flipBit(hashed, at: 7), challenge: challenge, certificate: certificate)) else {
             Issue.record("a wrong RSA signature was not refused")
             return
         }

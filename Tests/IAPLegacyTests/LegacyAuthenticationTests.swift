@@ -63,6 +63,17 @@ import Testing
         #expect(counter.count() == 1)
     }
 
+    @Test func theReadingThatHeldIsReported() {
+        var harness = LegacyHarness(verifies: true)
+        harness.identify(options: 2, deviceID: 0x0200)
+        harness.receive(IAP1Packet(lingo: 0, command: 0x15, data: [2, 0, 0, 0, 1, 2, 3]))
+        harness.verdict(.certificateAccepted(summary: "car", challenge: [1]))
+        harness.receive(IAP1Packet(lingo: 0, command: 0x18, data: [9]))
+        harness.verdict(.responseVerified(reading: "SHA-1 of the challenge"))
+        #expect(harness.phone.isAuthenticated)
+        #expect(harness.events.contains(.authenticated("car; the signature holds for SHA-1 of the challenge")), "\(harness.events)")
+    }
+
     /// Authentication off: the phone accepts the head unit unchecked and
     /// serves what a real iPod serves without authentication.
     @Test func withoutVerificationMediaIsServed() {

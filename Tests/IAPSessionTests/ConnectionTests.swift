@@ -12,6 +12,8 @@ struct FakeCrypto {
     var certificate: [UInt8] = Array("test accessory certificate".utf8)
     var signsCorrectly = true
     var rejectsCertificate: String?
+    /// The reading a valid response is reported under, as RSA's verifier does.
+    var reading: String?
 
     func answer(_ request: AuthenticatorRequest) -> AuthenticatorAnswer {
         switch request {
@@ -26,7 +28,8 @@ struct FakeCrypto {
             if let rejectsCertificate { return .certificateRejected(rejectsCertificate) }
             return .certificateAccepted(summary: "subject \(String(decoding: bytes, as: UTF8.self))", challenge: Array(0..<32))
         case .response(let response, let challenge, _):
-            return response == challenge.reversed() ? .responseValid : .responseInvalid("the signature does not match the challenge")
+            guard response == challenge.reversed() else { return .responseInvalid("the signature does not match the challenge") }
+            return reading.map { .responseVerified(reading: $0) } ?? .responseValid
         }
     }
 }
@@ -216,6 +219,16 @@ func problems(_ events: [Connection.Event]) -> [String] {
             return
         }
         #expect(reason.contains("waiting for AuthenticationCertificate"))
+    }
+
+    @Test func theReadingThatHeldIsLogged() {
+        var harness = SessionHarness()
+        harness.crypto.reading = "the challenge as the SHA-1 digest"
+        harness.start()
+        harness.run(for: .seconds(2))
+        #expect(harness.phoneEvents.contains(.log("authentication succeeded (the response holds for the challenge as the SHA-1 digest)")),
+                "\(harness.phoneEvents)")
+        #expect(stages(harness.phoneEvents).last == .identified("iap-devkit head unit"))
     }
 
     @Test func authenticationOffIdentifiesAtOnceAndSaysSo() {
