@@ -150,8 +150,9 @@ public final class Phone: Sendable {
     private let eventFeed: AsyncStream<Event>.Continuation
     private let app: DataSourceApp
     private let configuration: Configuration
-    /// The endpoint serving a head unit now, if any.
-    private let serving = Locked<MediaEndpoint?>(nil)
+    /// The endpoints serving head units now, by serve.
+    private let serving = Locked<[Int: MediaEndpoint]>([:])
+    private let servesStarted = Locked(0)
 
     /// - Parameters:
     ///   - appName: the name the head unit shows.
@@ -167,6 +168,10 @@ public final class Phone: Sendable {
         self.configuration = configuration
         app = DataSourceApp(appName: appName, content: content, commands: Locked(commands), nowPlaying: nowPlaying)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
+        // Every connected head unit hears of a change to what is playing.
+        nowPlaying.onChange { [serving] in
+            for endpoint in serving.withLock({ Array($0.values) }) { endpoint.wake() }
+        }
     }
 
     deinit { eventFeed.finish() }
@@ -176,11 +181,60 @@ public final class Phone: Sendable {
     /// and the next connection starts with the new set. Withdrawing like,
     /// dislike and bookmark is what gives a head unit its standard controls
     /// back; disabling them is not enough. `change` runs on this phone's set
-    /// and on the connection's copy, so it must do the same to both.
+    /// and on each connection's copy, so it must do the same to all.
     public func updateCommands(_ change: @escaping @Sendable (inout RemoteCommandCenter) -> Void) {
         app.commands.withLock { change(&$0) }
-        serving.withLock { $0 }?.withConnection { connection, now in
-            connection.phoneDoes(now: now) { role, _ in role.updateCommands(change) }
+        for endpoint in serving.withLock({ Array($0.values) }) {
+            endpoint.withConnection { connection, now in
+                connection.phoneDoes(now: now) { role, _ in role.updateCommands(change) }
+            }
+        }
+    }
+
+    /// Serves every head unit that connects to a `tcp-listen:HOST:PORT`
+    /// address, up to `maximumConnections` at once, each its own session:
+    /// one that stalls or fails authentication never keeps the next
+    /// waiting. At the limit the next peers wait in the listen backlog
+    /// until a connection ends. Runs until cancelled; `events` reports each
+    /// connection, and now playing and `updateCommands` reach every one.
+    /// Throws the `TransportError` when the address does not parse, is not
+    /// a `tcp-listen:` one (`.invalidSpec`) or cannot be bound.
+    /// - Parameter listening: called once the socket listens, with its port.
+    public func serveEach(_ listenAddress: String, maximumConnections: Int = 4,
+                          listening: @Sendable (_ port: UInt16) -> Void = { _ in }) async throws {
+        guard case .tcpListen(let host, let port) = try TransportSpec(parsing: listenAddress) else {
+            throw TransportError(.invalidSpec, "serveEach takes a tcp-listen:HOST:PORT address, not \(listenAddress)")
+        }
+        guard maximumConnections >= 1 else {
+            throw TransportError(.invalidSpec, "maximumConnections must be at least 1, not \(maximumConnections)")
+        }
+        let listener = try TCPTransport.listener(host: host, port: port)
+        listening(listener.port)
+        let logger = configuration.logger
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var active = 0
+            while !Task.isCancelled {
+                if active >= maximumConnections {
+                    try await group.next()
+                    active -= 1
+                }
+                // Ends once a peer has connected, or once the serve ended without one.
+                let (peerArrived, arrival) = AsyncStream.makeStream(of: Void.self)
+                let transport = listener.nextConnection { arrival.finish() }
+                group.addTask { [self] in
+                    defer { arrival.finish() }
+                    do {
+                        let reason = try await serve(over: transport)
+                        logger.info("a head unit's connection ended: \(reason)")
+                    } catch {
+                        logger.warning("a head unit could not be served: \(error)")
+                    }
+                }
+                active += 1
+                // One accept at a time: the next waits until this one has its peer.
+                for await _ in peerArrived {}
+            }
+            group.cancelAll()
         }
     }
 
@@ -211,12 +265,12 @@ public final class Phone: Sendable {
             guard case .stage(.identified) = event, let identity = connection.accessory else { return }
             if connected.withLock({ was in defer { was = true }; return !was }) { eventFeed.yield(.connected(identity)) }
         }
-        nowPlaying.onChange { endpoint.wake() }
-        serving.withLock { $0 = endpoint }
-        defer {
-            nowPlaying.onChange {}
-            serving.withLock { $0 = nil }
+        let number = servesStarted.withLock { count in
+            count += 1
+            return count
         }
+        serving.withLock { $0[number] = endpoint }
+        defer { serving.withLock { $0[number] = nil } }
         try endpoint.start()
         await withTaskCancellationHandler {
             await endpoint.run()

@@ -18,7 +18,7 @@ import Synchronization
 /// writes at most `closeLinger`.
 final class DescriptorTransport: Transport {
     let name: String
-    private let opener: @Sendable () throws(TransportError) -> Int32
+    private let opener: @Sendable (_ closeRequested: Int32) throws(TransportError) -> Int32
     private let state = Mutex<(descriptor: Int32, closed: Bool, handler: (@Sendable (TransportEvent) -> Void)?)>((-1, false, nil))
     /// Why writing failed (set by the writer, reported by the reader), and
     /// until when queued writes may still try after `close`.
@@ -35,8 +35,11 @@ final class DescriptorTransport: Transport {
     private let queuedBytes = Mutex(0)
     private let started = Mutex(false)
 
-    /// `opener` runs on the transport's thread (it may block, e.g. in accept).
-    init(name: String, writeStallLimit: Duration = .seconds(10), opener: @escaping @Sendable () throws(TransportError) -> Int32) {
+    /// `opener` runs on the transport's thread (it may block, e.g. in
+    /// accept). A wait it makes should also poll `closeRequested`, which
+    /// becomes readable when `close` is called, and then give up.
+    init(name: String, writeStallLimit: Duration = .seconds(10),
+         opener: @escaping @Sendable (_ closeRequested: Int32) throws(TransportError) -> Int32) {
         self.name = name
         self.writeStallLimit = writeStallLimit
         self.opener = opener
@@ -76,7 +79,7 @@ final class DescriptorTransport: Transport {
     private func run() {
         let descriptor: Int32
         do {
-            descriptor = try opener()
+            descriptor = try opener(wake.read)
         } catch {
             writer.resume()
             finish(error)
@@ -203,7 +206,10 @@ final class DescriptorTransport: Transport {
         // Let writes already queued (an RST, say) reach the peer first, but
         // give up on a peer that does not read them.
         writeState.withLock { $0.giveUpAt = .now + Self.closeLinger }
-        if started.withLock({ $0 }) { writer.sync {} }
+        // Until the descriptor is open (a connect or accept still waiting)
+        // the writer is suspended: waiting for it would wait for ever.
+        let opened = state.withLock { $0.descriptor >= 0 }
+        if started.withLock({ $0 }) && opened { writer.sync {} }
         let first = state.withLock { current -> Bool in
             defer { current.closed = true }
             return !current.closed

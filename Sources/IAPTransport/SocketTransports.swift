@@ -12,7 +12,7 @@ public enum TCPTransport {
     /// `writeStallLimit` ends the transport.
     public static func connect(host: String, port: UInt16, writeStallLimit: Duration = .seconds(10)) -> Transport {
         let name = TransportSpec.tcp(host: host, port: port).description
-        return DescriptorTransport(name: name, writeStallLimit: writeStallLimit) { () throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name, writeStallLimit: writeStallLimit) { _ throws(TransportError) -> Int32 in
             try withAddresses(host: host, port: port, passive: false, name: name, failure: "cannot connect") { address in
                 let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
@@ -32,11 +32,11 @@ public enum TCPTransport {
     /// when `port` is 0).
     public static func listen(host: String, port: UInt16, ready: (@Sendable (UInt16) -> Void)? = nil) -> Transport {
         let name = TransportSpec.tcpListen(host: host, port: port).description
-        return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name) { closeRequested throws(TransportError) -> Int32 in
             let listener = try bindListening(host: host, port: port, backlog: 1, name: name)
             defer { Glibc.close(listener) }
             ready?(boundPort(listener))
-            return try accept(on: listener, name: name)
+            return try accept(on: listener, name: name, unlessReadable: closeRequested)
         }
     }
 
@@ -56,6 +56,8 @@ public enum TCPTransport {
             var yes: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
             if bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 && Glibc.listen(fd, backlog) == 0 {
+                // Non-blocking: accept waits in poll, where a close can end the wait.
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                 return .success(fd)
             }
             let failure = Errno(rawValue: errno)
@@ -64,16 +66,28 @@ public enum TCPTransport {
         }
     }
 
-    /// Waits for the next peer on a listening socket.
-    static func accept(on listener: Int32, name: String) throws(TransportError) -> Int32 {
+    /// Waits for the next peer on a (non-blocking) listening socket, or
+    /// until `closeRequested` is readable: the transport was closed while
+    /// it waited, which ends the wait as `.closed`.
+    static func accept(on listener: Int32, name: String, unlessReadable closeRequested: Int32) throws(TransportError) -> Int32 {
         while true {
+            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: closeRequested, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                throw TransportError("\(name): poll failed while waiting for a peer", errno: errno)
+            }
+            if fds[1].revents != 0 { throw TransportError(.closed, "\(name): closed by this end while waiting for a peer") }
             let fd = Glibc.accept(listener, nil, nil)
             if fd >= 0 {
+                // The accepted socket does not inherit the listener's O_NONBLOCK on Linux.
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 setNoDelay(fd)
                 return fd
             }
-            if errno != EINTR { throw TransportError("\(name): accept failed", errno: errno) }
+            // EAGAIN: the peer went before it was taken (poll said ready).
+            if errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED {
+                throw TransportError("\(name): accept failed", errno: errno)
+            }
         }
     }
 
@@ -151,9 +165,9 @@ public final class TCPListener: Sendable {
         let name = self.name
         let descriptor = self.descriptor
         // The transport keeps the listener alive while it waits in accept.
-        return DescriptorTransport(name: name) { [self] () throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name) { [self] closeRequested throws(TransportError) -> Int32 in
             withExtendedLifetime(self) {}
-            let connection = try TCPTransport.accept(on: descriptor, name: name)
+            let connection = try TCPTransport.accept(on: descriptor, name: name, unlessReadable: closeRequested)
             accepted?()
             return connection
         }
@@ -167,7 +181,7 @@ public enum SerialTransport {
 
     public static func open(path: String, baud: Int) -> Transport {
         let name = TransportSpec.serial(path: path, baud: baud).description
-        return DescriptorTransport(name: name) { () throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name) { _ throws(TransportError) -> Int32 in
             let fd = try TransportError.open(path, .readWrite, options: FileDescriptor.OpenOptions(rawValue: O_NOCTTY),
                                              what: "\(name): cannot open \(path)") { failure in
                 failure == .permissionDenied ? " (add yourself to the dialout group, then log in again)" : ""

@@ -237,6 +237,54 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         await #expect { try await Phone(appName: "Tiny", content: nil).serve("loopback") } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
     }
 
+    @Test func aSilentPeerDoesNotKeepTheNextHeadUnitWaiting() async throws {
+        let center = NowPlayingCenter()
+        let phone = Phone(appName: "Tiny", content: TinyLibrary(playing: center), nowPlaying: center)
+        let free = try TCPTransport.listener(host: "127.0.0.1", port: 0).port
+        let (ports, port) = AsyncStream.makeStream(of: UInt16.self)
+        let serving = Task {
+            defer { port.finish() }
+            try await phone.serveEach("tcp-listen:127.0.0.1:\(free)", maximumConnections: 2) { port.yield($0) }
+        }
+        guard let bound = await first(in: ports, { $0 }) else {
+            Issue.record("the phone never listened: \(String(describing: await serving.result))")
+            return
+        }
+        // A peer that connects and never says a word.
+        let silent = TCPTransport.connect(host: "127.0.0.1", port: bound)
+        try silent.start { _ in }
+        let headUnit = try await HeadUnit.connect(to: "tcp:127.0.0.1:\(bound)",
+                                                  configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral(), connectTimeout: .seconds(10)))
+        #expect(try await headUnit.tabs().map(\.text) == ["Albums", "Broken"])
+        // Now playing reaches the connected head unit.
+        center.info = NowPlayingInfo(title: "Blue in Green", artist: "Miles Davis", state: .playing)
+        #expect(await first(in: headUnit.events, { event -> Bool? in
+            if case .nowPlaying(let info) = event, info.title == "Blue in Green" { true } else { nil }
+        }) == true)
+        await headUnit.close()
+        silent.close()
+        // Cancelling ends the serve, though an accept is waiting for the next peer.
+        serving.cancel()
+        let ended = Task {
+            try? await serving.value
+            return true
+        }
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(10))
+            return false
+        }
+        #expect(await first(in: AsyncStream { continuation in
+            Task { continuation.yield(await ended.value) }
+            Task { continuation.yield(await timeout.value) }
+        }, { $0 }) == true, "serveEach did not return after it was cancelled")
+    }
+
+    @Test func serveEachTakesOnlyAListeningAddress() async throws {
+        let phone = Phone(appName: "Tiny", content: nil)
+        await #expect { try await phone.serveEach("tcp:127.0.0.1:7000") } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
+        await #expect { try await phone.serveEach("tcp-listen:127.0.0.1:7000", maximumConnections: 0) } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
+    }
+
     @Test func aPhoneThatCannotConnectThrowsTheTransportError() async throws {
         let port = try TCPTransport.listener(host: "127.0.0.1", port: 0).port
         let phone = Phone(appName: "Tiny", content: nil, configuration: .init(authentication: .off))

@@ -15,7 +15,7 @@ import Testing
         }
         let (ours, peer) = (fds[0], fds[1])
         defer { close(peer) }
-        let transport = DescriptorTransport(name: "socket pair", opener: { ours })
+        let transport = DescriptorTransport(name: "socket pair", opener: { _ in ours })
         try transport.start { _ in }
         transport.write([0xAA])
         #expect(WriteOrderTests.read(peer, upTo: 1, milliseconds: 5_000) == [0xAA], "the transport never opened")

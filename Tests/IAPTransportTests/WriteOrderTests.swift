@@ -28,7 +28,7 @@ import Testing
         }
         let (ours, peer) = (fds[0], fds[1])
         defer { close(peer) }
-        let transport = DescriptorTransport(name: "socket pair", opener: { ours })
+        let transport = DescriptorTransport(name: "socket pair", opener: { _ in ours })
         try transport.start { _ in }
         // Once the first byte is through, the descriptor is open and the queue empty.
         var expected: [UInt8] = [0xAA]
