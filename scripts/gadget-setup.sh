@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Sets up a Linux USB gadget for `iapctl gadget` (run as root): a configfs
-# gadget with one FunctionFS function, mounted at /dev/ffs-iap. The UDC is
-# bound by `iapctl gadget --udc auto` once it has written the descriptors
-# (binding earlier fails).
+# Sets up a Linux USB gadget for `iapctl gadget` or `iapctl head-unit
+# --role-switch` (run as root): a configfs gadget with one FunctionFS
+# function, mounted at /dev/ffs-iap (or --ffs). The UDC is bound by iapctl
+# once it has written the descriptors (binding earlier fails).
 #
 #   scripts/gadget-setup.sh                      the lab identity: 1209:0001, one
 #                                                configuration with the bulk iAP interface
@@ -18,10 +18,23 @@
 #                                                leaves UAC1 out (a UDC without
 #                                                isochronous endpoints, such as the lab's
 #                                                dummy_hcd, cannot bind it)
-#   scripts/gadget-setup.sh --remove             unbind and remove
+#   scripts/gadget-setup.sh --identity accessory [--name iapaccessory] [--ffs /dev/ffs-accessory]
+#                                                what a head unit presents after the role
+#                                                switch, as a production stack does:
+#                                                1209:0002, one configuration
+#                                                "Configuration-1", interface 0 "iAP
+#                                                Interface" (bulk IN 0x81, OUT 0x02);
+#                                                its own gadget name and mount by default,
+#                                                so it sits beside an iPhone-shaped gadget
+#   --name NAME                                  the configfs gadget's name (default
+#                                                iapdevkit; iapaccessory for accessory)
+#   --ffs DIRECTORY                              where functionfs is mounted (default
+#                                                /dev/ffs-iap; /dev/ffs-accessory for accessory)
+#   scripts/gadget-setup.sh [--name NAME] [--ffs DIRECTORY] --remove
+#                                                unbind and remove
 set -euo pipefail
-gadget=/sys/kernel/config/usb_gadget/iapdevkit
-mountpoint=/dev/ffs-iap
+name=
+mountpoint=
 identity=lab
 product=12a8
 ipod_first=false
@@ -43,17 +56,33 @@ remove() {
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --remove) remove; echo "removed $gadget"; exit 0 ;;
+        --remove) removing=true ;;
+        --name) name=${2:?--name needs a gadget name}; shift ;;
+        --ffs) mountpoint=${2:?--ffs needs a directory}; shift ;;
         --identity) identity=${2:?--identity needs lab or iphone}; shift ;;
         --product-id) product=${2:?--product-id needs four hex digits}; shift ;;
         --ipod-first) ipod_first=true ;;
         --no-audio) audio=false ;;
-        -h|--help) sed -n '2,26s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,35s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
-case "$identity" in lab|iphone) ;; *) echo "error: --identity is lab or iphone, not $identity" >&2; exit 2 ;; esac
+case "$identity" in lab|iphone|accessory) ;; *) echo "error: --identity is lab, iphone or accessory, not $identity" >&2; exit 2 ;; esac
+if [ "$identity" = accessory ]; then
+    name=${name:-iapaccessory}; mountpoint=${mountpoint:-/dev/ffs-accessory}
+else
+    name=${name:-iapdevkit}; mountpoint=${mountpoint:-/dev/ffs-iap}
+fi
+[[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "error: --name is letters, digits, - and _, not $name" >&2; exit 2; }
+gadget=/sys/kernel/config/usb_gadget/$name
+# The functionfs instance: "iap" for the default gadget (as before), else the gadget's name.
+instance=iap
+[ "$name" = iapdevkit ] || instance=$name
+if ${removing:-false}; then
+    [ "$(id -u)" -eq 0 ] || { echo "error: run as root (configfs and mount need it)" >&2; exit 1; }
+    remove; echo "removed $gadget"; exit 0
+fi
 product=${product#0x}
 [[ "$product" =~ ^[0-9a-fA-F]{4}$ ]] || { echo "error: --product-id is four hex digits (such as 12a8), not $product" >&2; exit 2; }
 
@@ -74,7 +103,7 @@ configuration() {
 
 mkdir -p "$gadget/strings/0x409"
 echo 0x0200 > "$gadget/bcdUSB"
-mkdir -p "$gadget/functions/ffs.iap"
+mkdir -p "$gadget/functions/ffs.$instance"
 if [ "$identity" = lab ]; then
     echo 0x1209 > "$gadget/idVendor"
     echo 0x0001 > "$gadget/idProduct"
@@ -82,7 +111,16 @@ if [ "$identity" = lab ]; then
     echo "iap-devkit test hardware" > "$gadget/strings/0x409/product"
     echo "DK-0001" > "$gadget/strings/0x409/serialnumber"
     configuration c.1 "iAP"
-    ln -s "$gadget/functions/ffs.iap" "$gadget/configs/c.1/"
+    ln -s "$gadget/functions/ffs.$instance" "$gadget/configs/c.1/"
+elif [ "$identity" = accessory ]; then
+    echo 0x1209 > "$gadget/idVendor"
+    echo 0x0002 > "$gadget/idProduct"
+    echo 0x0001 > "$gadget/bcdDevice"
+    echo "iap-devkit" > "$gadget/strings/0x409/manufacturer"
+    echo "iap-devkit accessory" > "$gadget/strings/0x409/product"
+    echo "DK-0002" > "$gadget/strings/0x409/serialnumber"
+    configuration c.1 "Configuration-1"
+    ln -s "$gadget/functions/ffs.$instance" "$gadget/configs/c.1/"
 else
     modprobe usb_f_mass_storage 2>/dev/null || true
     modprobe usb_f_uac1 2>/dev/null || true
@@ -109,9 +147,13 @@ else
     else
         echo "note: no uac1 gadget function (usb_f_uac1): the iPod configuration has no audio interfaces" >&2
     fi
-    ln -s "$gadget/functions/ffs.iap" "$gadget/configs/$ipod/"
+    ln -s "$gadget/functions/ffs.$instance" "$gadget/configs/$ipod/"
 fi
 mkdir -p "$mountpoint"
-mountpoint -q "$mountpoint" || mount -t functionfs iap "$mountpoint"
+mountpoint -q "$mountpoint" || mount -t functionfs "$instance" "$mountpoint"
 echo "gadget $gadget ready ($identity); functionfs at $mountpoint; UDCs: $(ls /sys/class/udc 2>/dev/null | tr '\n' ' ')"
-if [ "$identity" = lab ]; then echo "next: iapctl gadget --role phone --udc auto"; else echo "next: iapctl gadget --role phone --identity iphone --udc auto"; fi
+case "$identity" in
+    lab) echo "next: iapctl gadget --role phone --udc auto" ;;
+    iphone) echo "next: iapctl gadget --role phone --identity iphone --udc auto" ;;
+    accessory) echo "next: iapctl head-unit --transport usb:auto --role-switch --gadget $gadget --ffs $mountpoint" ;;
+esac

@@ -21,6 +21,18 @@ public enum DedicatedThread {
         pthread_detach(thread)
     }
 
+    /// Runs blocking `body` (file writes to sysfs, a control transfer) on
+    /// a new thread and waits for its result without holding a pool thread.
+    public static func run<Result: Sendable>(_ purpose: String, _ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
+            do {
+                try start(purpose) { continuation.resume(with: Swift.Result { try body() }) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
     private final class Body: Sendable {
         let run: @Sendable () -> Void
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }

@@ -176,7 +176,9 @@ public enum GadgetFunction: Sendable, Hashable {
 /// USB-HID-FACTS.md §3a, §3d): GET_DESCRIPTOR for the report and HID
 /// descriptors, SET_REPORT (its data taken as an output report, whatever
 /// length form the host uses), SET_IDLE and Apple's power request (0x40/0x40)
-/// acknowledged, GET_REPORT answered with zeros; anything else stalls.
+/// acknowledged, GET_REPORT answered with zeros, the role switch (0x40/0x51)
+/// acknowledged and handed to `onRoleSwitch` when one is set (stalled, "not
+/// supported", otherwise); anything else stalls.
 public final class FunctionFSGadget: Sendable {
     public let mountPoint: String
     public let function: GadgetFunction
@@ -184,6 +186,7 @@ public final class FunctionFSGadget: Sendable {
     private let current = Mutex<(any GadgetConnection)?>(nil)
     /// The HID function's reports, read from its own descriptor.
     private let reports: IAPHIDReports?
+    private let roleSwitchHandler = Mutex<(@Sendable (_ value: UInt16) -> Void)?>(nil)
 
     /// Opens ep0 under the FunctionFS mount point and writes the descriptors
     /// and strings; the UDC may be bound once this returns.
@@ -218,6 +221,15 @@ public final class FunctionFSGadget: Sendable {
     }
 
     deinit { close(ep0) }
+
+    /// Answers the host's role switch request (0x40/0x51, USB-HID-FACTS.md
+    /// §4): the request is acknowledged, then `handler` gets its wValue (1:
+    /// with CarPlay) on the ep0 thread; it must not block (leave the bus
+    /// from another thread). Without a handler the request stalls, which
+    /// tells a head unit the device does not switch.
+    public func onRoleSwitch(_ handler: @escaping @Sendable (_ value: UInt16) -> Void) {
+        roleSwitchHandler.withLock { $0 = handler }
+    }
 
     /// Runs `run` on its own thread; `onEnd` gets the reason it stopped.
     public func start(onEvent: @escaping @Sendable (FunctionFSEvent) -> Void, onConnection: @escaping @Sendable (Transport) -> Void,
@@ -298,6 +310,10 @@ public final class FunctionFSGadget: Sendable {
             let transport = current.withLock { $0 }
             transport?.outputReport(report)
         case (0x21, 0x0A), (0x40, 0x40): _ = take()  // SET_IDLE; Apple's power request
+        case (0x40, 0x51):
+            guard let handler = roleSwitchHandler.withLock({ $0 }) else { return stall() }
+            _ = take()  // the status stage: acknowledged
+            handler(value)
         case (0xA1, 0x01): send([UInt8](repeating: 0, count: length))  // GET_REPORT
         default: stall()
         }

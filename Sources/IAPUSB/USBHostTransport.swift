@@ -285,7 +285,9 @@ public final class USBHostTransport: Transport {
         if case .hid = access { _ = libusb_set_auto_detach_kernel_driver(handle, 1) }
         var current: Int32 = 0
         if libusb_get_configuration(handle, &current) == 0, current != Int32(access.configuration) {
-            if case .hid = access { detachDrivers(handle) }
+            if case .hid = access {
+                for problem in Self.detachDrivers(handle) { logger.warning("\(name): \(problem)") }
+            }
             let result = libusb_set_configuration(handle, Int32(access.configuration))
             guard result == 0 else {
                 let hint = result == Int32(LIBUSB_ERROR_BUSY.rawValue) ? " (a program holds one of its interfaces: usbmuxd? see Docs/Hardware.md)" : ""
@@ -314,17 +316,20 @@ public final class USBHostTransport: Transport {
 
     /// Detaches kernel drivers from the active configuration's interfaces:
     /// the kernel refuses SET_CONFIGURATION while a driver holds one.
-    private func detachDrivers(_ handle: OpaquePointer) {
+    /// Returns what could not be detached.
+    static func detachDrivers(_ handle: OpaquePointer) -> [String] {
         var config: UnsafeMutablePointer<libusb_config_descriptor>?
-        guard let device = libusb_get_device(handle), libusb_get_active_config_descriptor(device, &config) == 0, let config else { return }
+        guard let device = libusb_get_device(handle), libusb_get_active_config_descriptor(device, &config) == 0, let config else { return [] }
         defer { libusb_free_config_descriptor(config) }
+        var problems: [String] = []
         for i in 0..<Int(config.pointee.bNumInterfaces) {
             let number = Int32(config.pointee.interface[i].altsetting[0].bInterfaceNumber)
             if libusb_kernel_driver_active(handle, number) == 1 {
                 let result = libusb_detach_kernel_driver(handle, number)
-                if result != 0 { logger.warning("\(name): cannot detach the kernel driver from interface \(number): \(USBError(result))") }
+                if result != 0 { problems.append("cannot detach the kernel driver from interface \(number): \(USBError(result))") }
             }
         }
+        return problems
     }
 
     /// Reads and parses the HID interface's report descriptor

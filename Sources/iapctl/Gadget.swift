@@ -6,6 +6,7 @@ import IAPDemo
 import IAPEndpoint
 import IAPLink
 import IAPTransport
+import IAPUSB
 import Logging
 import SystemPackage
 
@@ -69,8 +70,26 @@ struct Gadget: AsyncParsableCommand {
                                valueName: "file.pcapng"))
     var trace: String?
 
+    enum RoleSwitchAnswer: String, ExpressibleByArgument, CaseIterable {
+        case answer, stall
+    }
+
+    @Option(help: ArgumentHelp("With --identity iphone: what a head unit's role switch request (0x40/0x51) gets. answer: acknowledge it, leave the bus and run the phone as the USB host over the accessory's bulk iAP Interface (as a real iPhone does), then come back as a device when that ends. stall: refuse it (a phone without the role switch).",
+                               valueName: "answer|stall"))
+    var roleSwitch: RoleSwitchAnswer = .answer
+
+    /// How long the phone, now the host, waits for the accessory to appear
+    /// (an emulated iPhone waits 5 s; a board's port may take longer).
+    static let accessoryWait: Duration = .seconds(10)
+
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
+
+    /// What the gadget's ep0 brings: a connection, or the host's role switch request.
+    enum Happening: Sendable {
+        case connection(Transport)
+        case roleSwitch(carPlay: Bool)
+    }
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
@@ -88,11 +107,14 @@ struct Gadget: AsyncParsableCommand {
             throw CommandFailure(message: error.description)
         }
         logger("gadget", "descriptors written to \(ffs)/ep0")
-        let (connections, feed) = AsyncStream.makeStream(of: Transport.self)
+        let (happenings, feed) = AsyncStream.makeStream(of: Happening.self)
+        if identity == .iphone && roleSwitch == .answer {
+            gadgetDevice.onRoleSwitch { value in feed.yield(.roleSwitch(carPlay: value == 1)) }
+        }
         do {
             try gadgetDevice.start(
                 onEvent: { logger("gadget", "host event: \($0)") },
-                onConnection: { feed.yield($0) },
+                onConnection: { feed.yield(.connection($0)) },
                 onEnd: { reason in
                     logger("gadget", "stopped: \(reason)")
                     feed.finish()
@@ -103,11 +125,17 @@ struct Gadget: AsyncParsableCommand {
         let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
         if let udc {
             try checkIdentity()
-            try bind(udc, logger: logger)
+            logger("gadget", "bound to UDC \(try USBPort.bind(gadget: gadget, to: udc))")
         }
         let traceFile = try trace.map { try TraceFile(path: $0) }
         var number = 0
-        for await usb in connections {
+        for await happening in happenings {
+            guard case .connection(let usb) = happening else {
+                if case .roleSwitch(let carPlay) = happening {
+                    await serveAsHost(carPlay: carPlay, authentication: endpointAuthentication, logger: logger)
+                }
+                continue
+            }
             number += 1
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
@@ -125,6 +153,74 @@ struct Gadget: AsyncParsableCommand {
             Task {
                 await endpoint.run()
                 logger(label, "disconnected")
+            }
+        }
+    }
+
+    /// The role switch, answered as a real iPhone does (USB-HID-FACTS.md
+    /// §4): leave the bus, become the host (through the kernel's role switch
+    /// when the port has one), and run the phone over the accessory's bulk
+    /// iAP Interface once it appears; when that connection ends, or no
+    /// accessory appears within `accessoryWait`, come back as a device.
+    private func serveAsHost(carPlay: Bool, authentication: EndpointAuthentication, logger: Log) async {
+        let gadget = self.gadget
+        logger("gadget", "the head unit asked for the role switch\(carPlay ? " with CarPlay (served without it: iAP only)" : ""); leaving the bus")
+        let controller: String?
+        do {
+            controller = try await DedicatedThread.run("leaving the bus") { try USBPort.unbind(gadget: gadget) }
+        } catch {
+            logger("gadget", "cannot leave the bus: \(error); staying a device", level: .error)
+            return
+        }
+        defer { Task { await Self.comeBack(gadget: gadget, to: controller, logger: logger) } }
+        let switches = (try? await DedicatedThread.run("the USB role") { try USBPort.setRole("host") }) ?? []
+        if switches.isEmpty {
+            guard USBPort.hasHostController() else {
+                logger("gadget", "this machine cannot be a USB host (no role switch in \(USBPort.roleClass), no host controller): the role switch failed", level: .error)
+                return
+            }
+            logger("gadget", "no USB role switch: this machine's host controller is used as it is (the lab)")
+        } else {
+            logger("gadget", "switched \(switches.joined(separator: ", ")) to host")
+        }
+        let label = "phone (host)"
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.accessoryWait
+        while true {
+            let endpoint = MediaEndpoint(kind: .phone, transport: USBHostTransport(selector: USBDeviceSelector()), app: SampleApp(),
+                                         authentication: authentication, logger: Logger(label: label))
+            endpoint.stopWhen = { $0.endReason != nil }
+            do {
+                try endpoint.start()
+            } catch where error.kind == .notFound && clock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(200))
+                continue
+            } catch {
+                logger(label, "no accessory to serve: \(error)", level: .error)
+                break
+            }
+            logger(label, "connected to the accessory's iAP Interface")
+            await endpoint.run()
+            logger(label, "disconnected: \(endpoint.endReason ?? "the connection ended")")
+            break
+        }
+        if !switches.isEmpty { _ = try? await DedicatedThread.run("the USB role") { try USBPort.setRole("device") } }
+    }
+
+    /// Binds the gadget again once its device controller is free (the
+    /// accessory may still hold it), trying every 2 s.
+    private static func comeBack(gadget: String, to controller: String?, logger: Log) async {
+        guard let controller else { return }
+        var told = false
+        while true {
+            do {
+                _ = try await DedicatedThread.run("binding the gadget") { try USBPort.bind(gadget: gadget, to: controller) }
+                logger("gadget", "back on the bus as a device (\(controller))")
+                return
+            } catch {
+                if !told { logger("gadget", "\(controller) is not free yet (\(error)); trying every 2 s") }
+                told = true
+                try? await Task.sleep(for: .seconds(2))
             }
         }
     }
@@ -147,28 +243,5 @@ struct Gadget: AsyncParsableCommand {
         if identity == .lab && apple {
             throw CommandFailure(message: "the configfs gadget is set up as an iPhone: run iapctl gadget with --identity iphone, or set it up again with scripts/gadget-setup.sh")
         }
-    }
-
-    private func bind(_ requested: String, logger: Log) throws {
-        var name = requested
-        if requested == "auto" {
-            guard let directory = opendir("/sys/class/udc") else { throw CommandFailure(message: "no /sys/class/udc: this kernel has no USB device controller") }
-            defer { closedir(directory) }
-            var found: String?
-            while let entry = readdir(directory) {
-                let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if !entryName.hasPrefix(".") { found = entryName; break }
-            }
-            guard let found else { throw CommandFailure(message: "/sys/class/udc is empty: load a UDC driver (dummy_hcd in the lab)") }
-            name = found
-        }
-        let path = gadget + "/UDC"
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CommandFailure(message: "cannot open \(path): \(Errno(rawValue: errno).description) (run scripts/gadget-setup.sh as root first)") }
-        defer { close(fd) }
-        let line = name + "\n"
-        let written = line.withCString { write(fd, $0, strlen($0)) }
-        guard written > 0 else { throw CommandFailure(message: "binding to \(name) failed: \(Errno(rawValue: errno).description)") }
-        logger("gadget", "bound to UDC \(name)")
     }
 }

@@ -420,7 +420,12 @@ struct HeadUnit: AsyncParsableCommand {
           iapctl head-unit --transport tcp:127.0.0.1:7000
           iapctl head-unit --once --transport tcp:127.0.0.1:7000
           iapctl head-unit --transport usb:auto --ui 127.0.0.1:8080
+          iapctl head-unit --transport usb:auto --role-switch   # the phone becomes the host
           printf 'cd 1\\ncd 2\\nplay 4\\nnp\\n' | iapctl head-unit
+
+        With --role-switch the head unit asks a USB phone to become the host
+        (0x40/0x51), waits for it to leave, and runs as the USB device presenting
+        the bulk iAP Interface (Docs/Hardware.md, "The role switch").
 
         The exit status is 1 when the link never came up (or, with --once, when no
         now-playing update arrived), when a script had lines that could not be
@@ -445,15 +450,22 @@ struct HeadUnit: AsyncParsableCommand {
     @Flag(help: "Let --ui serve on an address other machines can reach: anyone on that network can then drive the head unit (a warning says so).")
     var uiAllowRemote = false
 
+    @OptionGroup(title: "Role switch (USB)") var roleSwitching: RoleSwitchOptions
+
     func validate() throws {
         if once && ui != nil { throw ValidationError("--once exits after the first now-playing update and --ui keeps the screen up: give one") }
         if uiAllowRemote && ui == nil { throw ValidationError("--ui-allow-remote goes with --ui") }
+        try roleSwitching.validate(transport: options.transport)
     }
 
     func run() async throws {
         logging.bootstrap()
         var screen: HeadUnitScreen?
         if let ui { screen = try await startScreen(at: ui, allowRemote: uiAllowRemote) }
+        if let mode = roleSwitching.roleSwitch {
+            try await runRoleSwitchedHeadUnit(mode: mode, switchOptions: roleSwitching, options: options, once: once, screen: screen)
+            return
+        }
         try await runRole(.headUnit, options: options, once: once, serving: serving, screen: screen)
     }
 }

@@ -47,7 +47,7 @@ run_scenario() {
 # Each entry: the scenario and its arguments. The guest runs under software
 # emulation on a shared machine: a scenario that fails gets one more run in a
 # fresh guest, and both outcomes are printed (a fault fails twice).
-for entry in "usb-session.sh" "usb-hid-session.sh" "hid-replay.sh" "role-swap.sh phone-restart" "plug-cycles.sh" "hotplug.sh" "supervise.sh" "throughput.sh" "throughput-hid.sh"; do
+for entry in "usb-session.sh" "usb-hid-session.sh" "hid-replay.sh" "role-switch.sh" "role-swap.sh phone-restart" "plug-cycles.sh" "hotplug.sh" "supervise.sh" "throughput.sh" "throughput-hid.sh"; do
     read -r scenario args <<< "$entry"
     echo "== USB lab: $entry"
     # shellcheck disable=SC2086 # the arguments are words on purpose

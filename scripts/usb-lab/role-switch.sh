@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# USB lab scenario: the role switch, the way a CarPlay-style head unit and a
+# real iPhone meet. The phone starts as the iPhone-shaped USB device (iAP over
+# HID); the head unit on the host asks it to become the host (0x40/0x51); the
+# phone acknowledges and leaves the bus; the head unit becomes the USB device
+# presenting the bulk "iAP Interface" (1209:0002, interface 0, bulk IN 0x81 /
+# OUT 0x02); the phone, now on the host side, finds it and runs the session
+# over bulk. Both gadgets share the one dummy UDC, each with its own configfs
+# gadget and functionfs mount:
+#
+#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/role-switch.sh 300
+#
+# Then the head unit's shell quits, the accessory leaves the bus and the phone
+# comes back as the iPhone-shaped device. A second head unit asks with
+# --role-switch against a phone that stalls the request: a clear refusal.
+# Prints "N passed, N failed"; exits 1 on any failure.
+set -u
+
+. "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
+lab_require 300
+
+lab_start_usb
+
+accessory=/sys/kernel/config/usb_gadget/iapaccessory
+check "the iPhone-shaped gadget set up (iapdevkit, /dev/ffs-iap)" "$root/scripts/gadget-setup.sh" --identity iphone --no-audio
+check "the accessory's gadget set up beside it (iapaccessory, /dev/ffs-accessory)" "$root/scripts/gadget-setup.sh" --identity accessory
+"$iapctl" gadget --role phone --identity iphone --udc auto > "$out/phone.log" 2>&1 &
+phone_pid=$!
+
+present() { grep -q "^$1\$" /sys/bus/usb/devices/*/idVendor 2>/dev/null; }
+gone() { ! present "$1"; }
+within() {
+    local tenths=$1; shift
+    for _ in $(seq 1 "$tenths"); do "$@" > /dev/null 2>&1 && return 0; sleep 0.1; done
+    "$@" > /dev/null 2>&1
+}
+check "the phone enumerates as an iPhone (05ac)" within 100 present 05ac
+udevadm settle
+
+# What the accessory presents, read on the host side while it is there (its
+# interface directories come and go while the host configures it: read until
+# every value is there).
+(
+    for _ in $(seq 1 900); do
+        dev=$(grep -l '^1209$' /sys/bus/usb/devices/*/idVendor 2>/dev/null | head -n 1 | xargs -r dirname)
+        if [ -n "$dev" ] && {
+            echo "ids $(cat "$dev/idVendor"):$(cat "$dev/idProduct")"
+            echo "configuration $(cat "$dev/configuration")"
+            echo "interface $(cat "$dev"/*:1.0/interface)"
+            echo "class $(cat "$dev"/*:1.0/bInterfaceClass) $(cat "$dev"/*:1.0/bInterfaceSubClass) $(cat "$dev"/*:1.0/bInterfaceProtocol)"
+            echo "endpoints $(cd "$dev"/*:1.0 && ls -d ep_* | tr '\n' ' ')"
+        } > "$out/accessory.txt" 2> /dev/null && grep -q '^class ff' "$out/accessory.txt"; then
+            exit 0
+        fi
+        sleep 0.1
+    done
+) &
+watcher=$!
+printf 'cd 1\ncd 2\nplay 4\nnp\nquit\n' \
+    | timeout 120 "$iapctl" head-unit --transport usb:auto --role-switch --gadget "$accessory" --ffs /dev/ffs-accessory \
+        --log-level info > "$out/head-unit.log" 2>&1
+rc=$?
+check "the role-switched head unit ran its script and quit (exit 0; got $rc)" [ "$rc" -eq 0 ]
+check "the head unit asked the iPhone for the role switch and saw it leave" \
+    grep -q "05ac:12a8 on bus [0-9]* device [0-9]* took the role switch (iap) and left the bus after" "$out/head-unit.log"
+check "the phone acknowledged and left the bus" grep -q "the head unit asked for the role switch; leaving the bus" "$out/phone.log"
+check "the head unit presented the iAP Interface" grep -q "presenting the iAP Interface on" "$out/head-unit.log"
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
+check "the accessory: 1209:0002, configuration \"Configuration-1\"" \
+    sh -c "grep -q '^ids 1209:0002' $out/accessory.txt && grep -q '^configuration Configuration-1' $out/accessory.txt"
+check "its interface 0: \"iAP Interface\", class ff f0 00" \
+    sh -c "grep -q '^interface iAP Interface' $out/accessory.txt && grep -q '^class ff f0 00' $out/accessory.txt"
+check "its endpoints: bulk IN 0x81 and OUT 0x02" sh -c "grep -q '^endpoints ep_02 ep_81' $out/accessory.txt"
+check "the phone, now the host, found the accessory's iAP Interface" grep -q "phone (host): connected to the accessory's iAP Interface" "$out/phone.log"
+check "the phone authenticated the head unit" grep -q "phone (host): authentication succeeded" "$out/phone.log"
+check "the phone identified the head unit" grep -q "phone (host): identified iap-devkit head unit" "$out/phone.log"
+check "browsing and now playing over bulk reached the head unit" grep -q "now playing: Blue in Green" "$out/head-unit.log"
+check "the head unit left the bus when its shell quit" grep -q "role-switch: left the bus" "$out/head-unit.log"
+check "the phone's host session ended with the accessory" within 100 grep -q "phone (host): disconnected" "$out/phone.log"
+check "the phone came back as the iPhone-shaped device" within 100 grep -q "back on the bus as a device" "$out/phone.log"
+check "it enumerates as 05ac again" within 100 present 05ac
+check "the accessory is gone from the bus (1209:0002)" gone 1209
+
+# A phone that refuses the role switch (it stalls the request).
+kill "$phone_pid" 2>/dev/null
+wait "$phone_pid" 2>/dev/null
+echo "" > "$gadget/UDC" 2>/dev/null
+"$iapctl" gadget --role phone --identity iphone --role-switch stall --udc auto > "$out/phone-stall.log" 2>&1 &
+phone_pid=$!
+check "a phone that refuses the role switch enumerates" within 100 present 05ac
+udevadm settle
+timeout 30 "$iapctl" head-unit --transport usb:auto --role-switch --gadget "$accessory" --ffs /dev/ffs-accessory < /dev/null > "$out/head-unit-stall.log" 2>&1
+rc=$?
+check "a stalled role switch fails the head unit (exit 1; got $rc)" [ "$rc" -eq 1 ]
+check "and says the phone does not do the role switch" grep -q "stalled the request 0x40/0x51: it does not do the role switch" "$out/head-unit-stall.log"
+check "the refusing phone stayed on the bus" present 05ac
+
+kill "$phone_pid" 2>/dev/null
+wait "$phone_pid" 2>/dev/null
+echo
+echo "== accessory"; cat "$out/accessory.txt"
+echo "== head unit"; tail -n 30 "$out/head-unit.log"
+echo "== phone"; tail -n 40 "$out/phone.log"
+echo "== head unit against a refusing phone"; tail -n 5 "$out/head-unit-stall.log"
+lab_finish
