@@ -26,6 +26,14 @@ struct Supervise: AsyncParsableCommand {
         Examples:
           iapctl supervise --role head-unit                 # any iPhone or test rig
           iapctl supervise --role phone --match 1209:0001   # the phone on the host side
+          iapctl supervise --role-switch                    # each iPhone becomes the host
+
+        With --role-switch each Apple phone plugged in (05ac:12xx, or what --match
+        names) is asked to become the USB host (0x40/0x51); this machine then
+        presents the bulk iAP Interface as a USB device (scripts/gadget-setup.sh
+        --identity accessory) and runs the head unit until that session ends,
+        leaves the bus, and waits for the next phone (Docs/Hardware.md, "The role
+        switch").
         """
     )
 
@@ -51,11 +59,15 @@ struct Supervise: AsyncParsableCommand {
     @Flag(help: "Let --ui serve on an address other machines can reach: anyone on that network can then drive the head unit (a warning says so).")
     var uiAllowRemote = false
 
+    @OptionGroup(title: "Role switch (USB)") var roleSwitching: RoleSwitchOptions
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     func validate() throws {
         guard role == "phone" || role == "head-unit" else { throw ValidationError("--role is phone or head-unit, not \(role)") }
+        if roleSwitching.roleSwitch != nil && role != "head-unit" {
+            throw ValidationError("--role-switch is the head unit's request to the phone: it needs --role head-unit")
+        }
         if ui != nil && role != "head-unit" { throw ValidationError("--ui shows a head unit's screen: it needs --role head-unit") }
         if uiAllowRemote && ui == nil { throw ValidationError("--ui-allow-remote goes with --ui") }
         _ = try matcher()
@@ -84,6 +96,10 @@ struct Supervise: AsyncParsableCommand {
         if let ui { screen = try await startScreen(at: ui, allowRemote: uiAllowRemote) } else { screen = nil }
         let traceFile = try trace.map { try TraceFile(path: $0) }
         let endpointAuthentication = try authentication.endpointAuthentication(for: kind)
+        if let mode = roleSwitching.roleSwitch {
+            try await superviseRoleSwitched(mode: mode, authentication: endpointAuthentication, screen: screen, traceFile: traceFile, logger: logger)
+            return
+        }
         let runner = HotplugRunner(configuration: .init(matcher: try matcher()), stopAfter: connections)
         logger("supervise", "watching for \(match.isEmpty ? "05ac:*, 1209:0001" : match.joined(separator: ", ")) to run the \(role) role")
         let role = self.role
@@ -110,6 +126,80 @@ struct Supervise: AsyncParsableCommand {
             })
         } catch let failure as HotplugRunner.Failure {
             throw CommandFailure(message: failure.description)
+        }
+    }
+
+    /// Each phone plugged in takes the role switch; the head unit runs over
+    /// the iAP Interface gadget until a session whose link came up ends (or
+    /// the phone never comes back as the host), then leaves the bus.
+    private func superviseRoleSwitched(mode: USBRoleSwitch.Mode, authentication: EndpointAuthentication, screen: HeadUnitScreen?,
+                                       traceFile: TraceFile?, logger: Log) async throws {
+        let accessory = try RoleSwitchedAccessory(roleSwitching)
+        let matcher = try matcher()
+        let explicit = !match.isEmpty
+        let (arrivals, arrival) = AsyncStream.makeStream(of: USBDeviceInfo.self, bufferingPolicy: .bufferingNewest(16))
+        let monitor: UdevMonitor
+        do {
+            monitor = try UdevMonitor()
+            try monitor.start { event in
+                if case .failed(let reason) = event {
+                    logger("supervise", "the udev monitor stopped: \(reason)", level: .error)
+                    arrival.finish()
+                }
+                guard case .added(let device)? = event.hotplug, let vendor = device.vendorID, let product = device.productID,
+                      matcher.matches(device),
+                      explicit || USBDescriptors.isApplePhone(vendorID: vendor, productID: product) else { return }
+                arrival.yield(device)
+            }
+        } catch {
+            throw CommandFailure(message: "cannot watch USB devices: \(error)")
+        }
+        defer { monitor.stop() }
+        logger("supervise", "watching for \(explicit ? match.joined(separator: ", ") : "Apple phones (05ac:12xx)") to take the role switch (\(mode.rawValue))")
+        var events = accessory.events.makeAsyncIterator()
+        var number = 0
+        var ended = 0
+        for await device in arrivals {
+            let selector = USBDeviceSelector(vendorID: device.vendorID, productID: device.productID,
+                                             location: device.bus.flatMap { bus in device.address.map { (UInt8(truncatingIfNeeded: bus), $0) } })
+            do {
+                _ = try await accessory.switchRoles(with: selector, mode: mode)
+            } catch {
+                logger("supervise", "\(Self.describe(device)): \(error)", level: .error)
+                continue
+            }
+            number += 1
+            let label = "head-unit #\(number)"
+            logger(label, "connected: \(Self.describe(device)), now the USB host")
+            var reason = "the phone did not come back as the USB host within \(RoleSwitchedAccessory.phoneWait)"
+            var connection = 0
+            while let event = await events.next() {
+                guard case .connection(let usb) = event else {
+                    if connection == 0 { break } else { continue }
+                }
+                connection += 1
+                let transport = traceFile?.recording(usb, as: .headUnit, connection: number) ?? usb
+                let endpoint = MediaEndpoint(kind: .headUnit, transport: transport, app: nil, authentication: authentication,
+                                             logger: Console.logger { label })
+                endpoint.stopWhen = { $0.endReason != nil }
+                MediaEventText.follow(endpoint) { Console.result(label, $0) }
+                screen?.attach(endpoint)
+                do {
+                    try endpoint.start()
+                } catch {
+                    reason = "\(error)"
+                    continue
+                }
+                await endpoint.run()
+                reason = endpoint.endReason ?? "the link ended"
+                screen?.detach(endpoint, reason: reason)
+                // The session happened and is over (the phone went, or its link failed).
+                if endpoint.everUp { break }
+            }
+            await accessory.leave()
+            logger(label, "disconnected: \(reason)")
+            ended += 1
+            if let connections, ended >= connections { return }
         }
     }
 

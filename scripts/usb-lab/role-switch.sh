@@ -11,7 +11,8 @@
 #   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/role-switch.sh 300
 #
 # Then the head unit's shell quits, the accessory leaves the bus and the phone
-# comes back as the iPhone-shaped device. A second head unit asks with
+# comes back as the iPhone-shaped device; `supervise --role-switch` takes it
+# again as udev reports it, until the phone goes away. A last head unit asks with
 # --role-switch against a phone that stalls the request: a clear refusal.
 # Prints "N passed, N failed"; exits 1 on any failure.
 set -u
@@ -82,10 +83,41 @@ check "the phone came back as the iPhone-shaped device" within 100 grep -q "back
 check "it enumerates as 05ac again" within 100 present 05ac
 check "the accessory is gone from the bus (1209:0002)" gone 1209
 
+# supervise --role-switch: the phone, back as a device, is taken again as
+# udev reports it; the session ends when the phone (the host) goes away.
+udevadm settle
+timeout 120 "$iapctl" supervise --role head-unit --role-switch --connections 1 --gadget "$accessory" --ffs /dev/ffs-accessory \
+    > "$out/supervise.log" 2>&1 &
+supervise_pid=$!
+check "supervise: the plugged phone took the role switch" within 300 grep -q "head-unit #1: connected: 05ac:12a8 on bus [0-9]* device [0-9]*, now the USB host" "$out/supervise.log"
+check "supervise: the phone, as the host, identified the head unit again" within 300 sh -c "[ \$(grep -c 'phone (host): identified iap-devkit head unit' $out/phone.log) -eq 2 ]"
+check "supervise: now playing reached the head unit" within 150 grep -q "head-unit #1: now playing:" "$out/supervise.log"
+# The phone lets the accessory go (the host side deauthorizes it, as a
+# phone drops a port): the head unit's gadget connection ends, and so does
+# its session.
+accessory_dev=$(grep -l '^1209$' /sys/bus/usb/devices/*/idVendor 2>/dev/null | head -n 1 | xargs -r dirname)
+check "supervise: the accessory is on the host side" test -n "$accessory_dev"
+echo 0 > "$accessory_dev/authorized"
+supervise_done() { ! kill -0 "$supervise_pid" 2>/dev/null; }
+check "supervise: the session ended when the phone went, and supervise stopped (--connections 1)" within 600 supervise_done
+wait "$supervise_pid"
+rc=$?
+check "supervise's exit status is 0 (got $rc)" [ "$rc" -eq 0 ]
+check "supervise: head-unit #1 disconnected, and the accessory left the bus" \
+    sh -c "grep -q 'head-unit #1: disconnected' $out/supervise.log && grep -q 'role-switch: left the bus' $out/supervise.log"
+
 # A phone that refuses the role switch (it stalls the request).
-kill "$phone_pid" 2>/dev/null
-wait "$phone_pid" 2>/dev/null
-echo "" > "$gadget/UDC" 2>/dev/null
+stop_phone() {
+    kill "$phone_pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$phone_pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$phone_pid" 2>/dev/null; then
+        echo "note: the phone did not stop on SIGTERM within 5 s; killing it" >&2
+        kill -9 "$phone_pid" 2>/dev/null
+    fi
+    wait "$phone_pid" 2>/dev/null
+}
+stop_phone
+timeout 10 sh -c "echo '' > $gadget/UDC" 2>/dev/null || true  # unbound already when the phone's ep0 closed
 "$iapctl" gadget --role phone --identity iphone --role-switch stall --udc auto > "$out/phone-stall.log" 2>&1 &
 phone_pid=$!
 check "a phone that refuses the role switch enumerates" within 100 present 05ac
@@ -96,11 +128,11 @@ check "a stalled role switch fails the head unit (exit 1; got $rc)" [ "$rc" -eq 
 check "and says the phone does not do the role switch" grep -q "stalled the request 0x40/0x51: it does not do the role switch" "$out/head-unit-stall.log"
 check "the refusing phone stayed on the bus" present 05ac
 
-kill "$phone_pid" 2>/dev/null
-wait "$phone_pid" 2>/dev/null
+stop_phone
 echo
 echo "== accessory"; cat "$out/accessory.txt"
 echo "== head unit"; tail -n 30 "$out/head-unit.log"
 echo "== phone"; tail -n 40 "$out/phone.log"
+echo "== supervise"; tail -n 25 "$out/supervise.log"
 echo "== head unit against a refusing phone"; tail -n 5 "$out/head-unit-stall.log"
 lab_finish
