@@ -282,6 +282,22 @@ import Testing
         #expect(!idle.stderr.contains("Missing value"), "\(idle.stderr)")
     }
 
+    /// The role switch asks a USB phone: another transport, a phone's
+    /// supervise or a mode other than iap and carplay is a usage mistake.
+    @Test func theRoleSwitchNeedsAUSBHeadUnit() throws {
+        let tcp = try Self.run(["head-unit", "--role-switch", "--transport", "tcp:127.0.0.1:7000"])
+        #expect(tcp.status == 64)
+        #expect(tcp.stderr.contains("--role-switch asks a USB phone to become the host: it needs --transport usb:auto or usb:VID:PID, not tcp:127.0.0.1:7000"),
+                "\(tcp.stderr)")
+        let phone = try Self.run(["supervise", "--role", "phone", "--role-switch", "carplay"])
+        #expect(phone.status == 64)
+        #expect(phone.stderr.contains("--role-switch is the head unit's request to the phone: it needs --role head-unit"), "\(phone.stderr)")
+        let mode = try Self.run(["head-unit", "--transport", "usb:auto", "--role-switch", "dance"])
+        #expect(mode.status == 64)
+        // Not a mode: --role-switch stands alone (iap) and the word is left over.
+        #expect(mode.stderr.contains("Unexpected argument 'dance'"), "\(mode.stderr)")
+    }
+
     /// The drive ran to its end before saying the trace could not be written.
     @Test func demoChecksItsTracePathBeforeTheDrive() throws {
         let outcome = try Self.run(["demo", "--trace", "/nonexistent-\(UUID().uuidString)/x.pcapng"])
