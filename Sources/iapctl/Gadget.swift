@@ -41,6 +41,12 @@ struct Gadget: AsyncParsableCommand {
         it with --transport usb:05ac:12a8 (or usb:auto) and selects configuration
         2 itself. The default identity (lab) is the project's test hardware,
         1209:0001 with the bulk iAP interface.
+
+        As an iPhone it answers a head unit's role switch (0x40/0x51) as a real
+        iPhone does (--role-switch answer, the default): it acknowledges, leaves
+        the bus, becomes the USB host and runs the phone over the accessory's bulk
+        iAP Interface (head-unit --role-switch presents it), then comes back as a
+        device. --role-switch stall refuses it.
         """
     )
 
