@@ -125,6 +125,9 @@ public final class MediaEndpoint: @unchecked Sendable {
     private var heldData: [(session: UInt8, bytes: [UInt8])] = []
     /// Fires at the core's next deadline (or earlier: a tick does only what is due).
     private let timer = DeadlineTimer(label: "iap.endpoint.timer")
+    /// The app's loads and the edge's signatures and checks in flight, by
+    /// number: cancelled when the endpoint stops (nobody waits for them).
+    private let inFlight = Mutex((next: 0, stopped: false, tasks: [Int: Task<Void, Never>]()))
     /// The phone's answer to a head unit that speaks only iAP1; nil for
     /// other ends and a phone with no app.
     private var legacy: LegacyPhone?
@@ -247,6 +250,12 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// Drops what is left and lets `run` return; called by the handling thread.
     private func stop() {
         timer.cancel()
+        let tasks = inFlight.withLock { state in
+            state.stopped = true
+            defer { state.tasks = [:] }
+            return Array(state.tasks.values)
+        }
+        for task in tasks { task.cancel() }
         let runners = inbox.withLock { inbox in
             inbox.ended = true
             inbox.pending = []
@@ -257,6 +266,22 @@ public final class MediaEndpoint: @unchecked Sendable {
     }
 
     private func now() -> LinkInstant { MonotonicClock.now() }
+
+    /// Runs `work` in a task of its own, cancelled if the endpoint stops
+    /// first; after the stop nothing new starts.
+    private func spawn(_ work: @escaping @Sendable () async -> Void) {
+        inFlight.withLock { state in
+            guard !state.stopped else { return }
+            state.next += 1
+            let number = state.next
+            state.tasks[number] = Task { [self] in
+                await work()
+                finished(number)
+            }
+        }
+    }
+
+    private func finished(_ number: Int) { inFlight.withLock { _ = $0.tasks.removeValue(forKey: number) } }
 
     private func handle(_ input: Input) {
         let now = now()
@@ -379,7 +404,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                 // The delay an app states (the sample's simulated network)
                 // is kept by the core.
                 let started = now()
-                Task { [self] in
+                spawn { [self] in
                     let (result, delay) = await app.load(request, now: started)
                     submit(.loaded(token: token, result, readyAt: started + delay))
                 }
@@ -416,7 +441,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                 // In a task of its own, as the core's loads; the delay an app
                 // states (the sample's simulated network) is waited out there.
                 let started = now()
-                Task { [self] in
+                spawn { [self] in
                     let (result, delay) = await app.load(request, now: started)
                     if delay > .zero { try? await Task.sleep(for: delay) }
                     submit(.legacyLoaded(token: token, result))
@@ -428,7 +453,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                                                                              : .responseInvalid("this phone has no verifier"), now: now()) ?? []
                     continue
                 }
-                Task { [self] in
+                spawn { [self] in
                     let answer = await verifier(request)
                     submit(.legacyVerified(id: id, answer))
                 }
@@ -506,7 +531,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     private func answerLater<Answer: Sendable>(_ work: @escaping @Sendable () async -> Answer,
                                                _ apply: @escaping @Sendable (inout Connection, Answer, LinkInstant) -> [Connection.Output]) {
         let generation = linkGeneration
-        Task { [self] in
+        spawn { [self] in
             let answer = await work()
             submit(.action { [self] connection, now in
                 guard generation == linkGeneration else { return [] }

@@ -35,14 +35,14 @@ public final class DeadlineTimer: @unchecked Sendable {
     /// Fires at `deadline` or earlier; nil leaves an earlier firing armed.
     public func schedule(at deadline: LinkInstant?) {
         guard let deadline else { return }
-        let rearm = armed.withLock { armed -> Bool in
-            if let current = armed, current <= deadline { return false }
+        // The source is set under the lock: set after it, two callers could
+        // leave the later of their deadlines armed and the earlier one lost.
+        armed.withLock { armed in
+            if let current = armed, current <= deadline { return }
             armed = deadline
-            return true
+            let delay = max(0, deadline.nanoseconds - MonotonicClock.now().nanoseconds)
+            source.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(200))
         }
-        guard rearm else { return }
-        let delay = max(0, deadline.nanoseconds - MonotonicClock.now().nanoseconds)
-        source.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(200))
     }
 
     public func cancel() { source.cancel() }

@@ -25,6 +25,15 @@ import IAPUSB
         }
     }
 
+    /// The role switch to a phone that is not there: said, not attempted.
+    @Test func aRoleSwitchWithNoPhoneIsAClearError() {
+        #expect { _ = try USBRoleSwitch.perform(on: USBDeviceSelector(vendorID: 0x05AC, productID: 0x12FE), mode: .iap) } throws: { error in
+            guard let error = error as? TransportError else { return false }
+            let text = error.description
+            return (text == "role switch: no 05ac:12fe is connected" && error.kind == .notFound) || text.contains("cannot initialise libusb")
+        }
+    }
+
     @Test func libusbErrorsHaveNames() {
         #expect(USBError.noDevice.name == "LIBUSB_ERROR_NO_DEVICE")
         #expect(USBError.access.description.hasPrefix("LIBUSB_ERROR_ACCESS: "))
