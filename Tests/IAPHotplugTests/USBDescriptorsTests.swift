@@ -57,6 +57,24 @@ func fixtureBytes(_ name: String) throws -> [UInt8] {
         #expect(USBDescriptors(phone).iapAccess == nil)
     }
 
+    /// Two configurations with a HID interface: the one that also holds
+    /// audio (the "iPod USB Interface") is chosen, not the first.
+    @Test func theHIDInterfaceBesideAudioIsChosen() {
+        let device: [UInt8] = [18, 1, 0x00, 0x02, 0, 0, 0, 64, 0xAC, 0x05, 0xA8, 0x12, 0x07, 0x11, 1, 2, 3, 2]
+        func hid(_ number: UInt8) -> [UInt8] {
+            [9, 4, number, 0, 1, 0x03, 0, 0, 0, 9, 0x21, 0x11, 0x01, 0, 1, 0x22, 208, 0, 7, 5, 0x83, 3, 64, 0, 1]
+        }
+        let hidOnly: [UInt8] = [9, 2, 34, 0, 1, 1, 0, 0xC0, 250] + hid(0)
+        let withAudio: [UInt8] = [9, 2, 43, 0, 2, 2, 0, 0xC0, 250, 9, 4, 0, 0, 0, 0x01, 0x01, 0, 0] + hid(1)
+        let descriptors = USBDescriptors(device + hidOnly + withAudio)
+        #expect(descriptors.problem == nil)
+        guard case .hid(let configuration, let interface) = descriptors.iapAccess else {
+            Issue.record("no HID iAP access found: \(String(describing: descriptors.iapAccess))")
+            return
+        }
+        #expect(configuration == 2 && interface.number == 1)
+    }
+
     /// Phones keep the iAP interface in a later configuration than the one
     /// active at enumeration (often the last of several).
     @Test func theIAPInterfaceIsFoundInAnyConfiguration() {
