@@ -84,7 +84,11 @@ public final class HeadUnit: Sendable {
 
     /// Connects over a transport made by the caller (a loopback end, say).
     public static func connect(over transport: any Transport, configuration: Configuration = Configuration()) async throws -> HeadUnit {
-        let headUnit = try HeadUnit(transport: transport, configuration: configuration)
+        // Reading the stored key and opening the transport (libusb_open and
+        // claiming an interface, for USB) block: never on the cooperative pool.
+        let headUnit = try await DedicatedThread.run("connecting the head unit") {
+            try HeadUnit(transport: transport, configuration: configuration)
+        }
         do {
             try await headUnit.waitUntilConnected(timeout: configuration.connectTimeout)
         } catch {
