@@ -196,65 +196,58 @@ import Testing
         return done()
     }
 
+    /// A phone listening on a free port, its standard error in `directory`;
+    /// the caller stops it.
+    static func listeningPhone(loggingIn directory: URL) throws -> (process: Process, log: URL, port: UInt16) {
+        let port = try ServingTests.freePort()
+        let (phone, _, log) = try launch(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], input: FileHandle.nullDevice, logsIn: directory, name: "phone")
+        guard wait(seconds: 30, until: { text(log).contains("listening on") }) else {
+            stop(phone)
+            throw PhoneDidNotListen(log: text(log))
+        }
+        return (phone, log, port)
+    }
+
+    /// Ends a process the test started, if it still runs, and reaps it.
+    static func stop(_ process: Process) {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     /// A phone that dies mid-script: the head unit names the lines it did
     /// not run and exits 1, as its help says. It exited 0 and dropped them.
     @Test func aScriptWhosePhoneDiesNamesTheLinesNotRunAndFails() throws {
-        let port = try ServingTests.freePort()
         let directory = try Self.temporaryDirectory()
-        func process(_ arguments: [String], input: Any = FileHandle.nullDevice, name: String) throws -> (Process, URL, URL) {
-            try Self.launch(arguments, input: input, logsIn: directory, name: name)
-        }
-        func text(_ url: URL) -> String { Self.text(url) }
-        func wait(seconds: Double, until done: () -> Bool) -> Bool { Self.wait(seconds: seconds, until: done) }
-        let (phone, _, phoneLog) = try process(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], input: FileHandle.nullDevice, name: "phone")
-        defer {
-            if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
-            phone.waitUntilExit()
-        }
-        try #require(wait(seconds: 30) { text(phoneLog).contains("listening on") }, "the phone did not listen: \(text(phoneLog))")
+        let (phone, _, port) = try Self.listeningPhone(loggingIn: directory)
+        defer { Self.stop(phone) }
         let script = Pipe()
-        let (headUnit, stdout, stderr) = try process(["head-unit", "--transport", "tcp:127.0.0.1:\(port)"], input: script, name: "head-unit")
-        defer {
-            if headUnit.isRunning { kill(headUnit.processIdentifier, SIGKILL) }
-            headUnit.waitUntilExit()
-        }
+        let (headUnit, stdout, stderr) = try Self.launch(["head-unit", "--transport", "tcp:127.0.0.1:\(port)"], input: script, logsIn: directory, name: "head-unit")
+        defer { Self.stop(headUnit) }
         script.fileHandleForWriting.write(Data("cd 1\nwatch 30\nls\nnp\n".utf8))
         try script.fileHandleForWriting.close()
-        try #require(wait(seconds: 30) { text(stdout).contains("> watch 30") }, "the script did not get to its watch: \(text(stdout)) \(text(stderr))")
+        try #require(Self.wait(seconds: 30) { Self.text(stdout).contains("> watch 30") }, "the script did not get to its watch: \(Self.text(stdout)) \(Self.text(stderr))")
         kill(phone.processIdentifier, SIGKILL)
-        try #require(wait(seconds: 30) { !headUnit.isRunning }, "the head unit did not end when its phone died")
+        try #require(Self.wait(seconds: 30) { !headUnit.isRunning }, "the head unit did not end when its phone died")
         #expect(headUnit.terminationStatus == 1)
-        let errors = text(stderr)
+        let errors = Self.text(stderr)
         #expect(errors.contains("error: the connection ended (") && errors.contains("before the shell's input did; not run: 'ls', 'np'"), "\(errors)")
     }
 
     /// A phone killed mid-run ends the pings at once, saying why, with
     /// status 1 (each ping used to wait out its timeout, for minutes).
     @Test func pingStopsWhenItsPhoneDies() throws {
-        let port = try ServingTests.freePort()
         let directory = try Self.temporaryDirectory()
-        func process(_ arguments: [String], input: Any = FileHandle.nullDevice, name: String) throws -> (Process, URL, URL) {
-            try Self.launch(arguments, input: input, logsIn: directory, name: name)
-        }
-        func text(_ url: URL) -> String { Self.text(url) }
-        func wait(seconds: Double, until done: () -> Bool) -> Bool { Self.wait(seconds: seconds, until: done) }
-        let (phone, _, phoneLog) = try process(["phone", "--transport", "tcp-listen:127.0.0.1:\(port)"], name: "phone")
-        defer {
-            if phone.isRunning { kill(phone.processIdentifier, SIGKILL) }
-            phone.waitUntilExit()
-        }
-        try #require(wait(seconds: 30) { text(phoneLog).contains("listening on") }, "the phone did not listen: \(text(phoneLog))")
-        let (ping, _, stderr) = try process(["ping", "--transport", "tcp:127.0.0.1:\(port)", "--count", "10000000", "--timeout", "5"], name: "ping")
-        defer {
-            if ping.isRunning { kill(ping.processIdentifier, SIGKILL) }
-            ping.waitUntilExit()
-        }
-        try #require(wait(seconds: 30) { text(phoneLog).contains("identified") }, "the pinging end was not identified: \(text(phoneLog))")
+        let (phone, phoneLog, port) = try Self.listeningPhone(loggingIn: directory)
+        defer { Self.stop(phone) }
+        let (ping, _, stderr) = try Self.launch(["ping", "--transport", "tcp:127.0.0.1:\(port)", "--count", "10000000", "--timeout", "5"],
+                                                input: FileHandle.nullDevice, logsIn: directory, name: "ping")
+        defer { Self.stop(ping) }
+        try #require(Self.wait(seconds: 30) { Self.text(phoneLog).contains("identified") }, "the pinging end was not identified: \(Self.text(phoneLog))")
         kill(phone.processIdentifier, SIGKILL)
         // Without the fix the next ping waits its 5 s and the run goes on for ever.
-        try #require(wait(seconds: 30) { !ping.isRunning }, "ping went on after its phone died: \(text(stderr))")
+        try #require(Self.wait(seconds: 30) { !ping.isRunning }, "ping went on after its phone died: \(Self.text(stderr))")
         #expect(ping.terminationStatus == 1)
-        let errors = text(stderr)
+        let errors = Self.text(stderr)
         #expect(errors.contains("stopped after") && errors.contains("the transport closed"), "\(errors)")
     }
 
@@ -341,4 +334,10 @@ import Testing
         #expect(try complete(["iapctl", "phone", "--log-level", "w"]) == "warning\n")
         #expect(try complete(["iapctl", "supervise", "--role", "ph"]) == "phone\n")
     }
+}
+
+/// A phone started for a test never said it was listening.
+struct PhoneDidNotListen: Error, CustomStringConvertible {
+    let log: String
+    var description: String { "the phone did not listen: \(log)" }
 }

@@ -15,14 +15,8 @@ import Testing
     @Test func anIAP1HeadUnitThatKeepsAskingIsNotIdle() throws {
         try #require(FileManager.default.isExecutableFile(atPath: CommandLineTests.binary.path), "no iapctl next to the tests: build the package first")
         let port = try ServingTests.freePort()
-        let process = Process()
-        process.executableURL = CommandLineTests.binary
         // 2 s: a third of the 6 s the requests below take, and more than a loaded machine needs to answer the first.
-        process.arguments = ["phone", "--auth", "off", "--idle-limit", "2", "--transport", "tcp-listen:127.0.0.1:\(port)"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, _) = try ServingTests.phone(["--auth", "off", "--idle-limit", "2", "--transport", "tcp-listen:127.0.0.1:\(port)"])
         defer {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()

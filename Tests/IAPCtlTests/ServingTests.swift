@@ -54,54 +54,47 @@ import Glibc
         return received
     }
 
-    @Test func aConnectionThatBringsNoLinkIsClosedAndTheNextPeerIsServed() throws {
+    /// Starts a phone on a free port with `options`, connects a peer that
+    /// says nothing, then a second that sends the detect sequence; returns
+    /// what the second got within `seconds`, and the phone's log once the
+    /// phone has been stopped.
+    static func detectBehindASilentPeer(_ options: [String], within seconds: Double) throws -> (answer: [UInt8], log: String) {
         try #require(FileManager.default.isExecutableFile(atPath: CommandLineTests.binary.path), "no iapctl next to the tests: build the package first")
-        let port = try Self.freePort()
-        // The next peer's detect must be echoed before its own idle limit
-        // runs out: 3 s leaves room on a loaded machine (1 s did not, once).
-        let (process, log) = try Self.phone(["--auth", "off", "--idle-limit", "3", "--max-connections", "1", "--transport", "tcp-listen:127.0.0.1:\(port)"])
+        let port = try freePort()
+        let (process, log) = try phone(options + ["--transport", "tcp-listen:127.0.0.1:\(port)"])
         defer {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
-        // The first peer connects and says nothing.
-        let silent = Self.connect(port: port, within: 20)
+        let silent = connect(port: port, within: 20)
         try #require(silent >= 0, "the phone did not listen on \(port)")
         defer { close(silent) }
-        // The second sends the detect sequence and waits in the listener's
-        // queue until the first connection is given up (after 3 s; the
-        // bound is generous for a loaded machine).
-        let next = Self.connect(port: port, within: 5)
+        let next = connect(port: port, within: 5)
         try #require(next >= 0)
         defer { close(next) }
-        #expect(write(next, Self.detect, Self.detect.count) == Self.detect.count)
-        let answer = Self.read(next, count: Self.detect.count, within: 30)
-        #expect(answer == Self.detect, "the next peer got \(answer) instead of the detect echo")
+        #expect(write(next, detect, detect.count) == detect.count)
+        let answer = read(next, count: detect.count, within: seconds)
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
-        let text = String(decoding: try Data(contentsOf: log), as: UTF8.self)
-        #expect(text.contains("no link on this connection for 3.0 seconds; closing it to serve the next peer"), "\(text)")
-        #expect(text.contains("connection #1 ended; waiting for the next"), "\(text)")
+        return (answer, String(decoding: try Data(contentsOf: log), as: UTF8.self))
+    }
+
+    @Test func aConnectionThatBringsNoLinkIsClosedAndTheNextPeerIsServed() throws {
+        // One connection at a time: the second peer waits in the listener's
+        // queue until the first is given up. Its detect must be echoed before
+        // its own idle limit runs out: 3 s leaves room on a loaded machine
+        // (1 s did not, once).
+        let (answer, log) = try Self.detectBehindASilentPeer(["--auth", "off", "--idle-limit", "3", "--max-connections", "1"], within: 30)
+        #expect(answer == Self.detect, "the next peer got \(answer) instead of the detect echo")
+        #expect(log.contains("no link on this connection for 3.0 seconds; closing it to serve the next peer"), "\(log)")
+        #expect(log.contains("connection #1 ended; waiting for the next"), "\(log)")
     }
 
     /// The phone serves several head units at once: a peer that connects
     /// and says nothing never keeps the next waiting (no idle limit here).
     @Test func aSilentPeerDoesNotKeepTheNextWaiting() throws {
-        let port = try Self.freePort()
-        let (process, log) = try Self.phone(["--auth", "off", "--idle-limit", "0", "--transport", "tcp-listen:127.0.0.1:\(port)"])
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
-        let silent = Self.connect(port: port, within: 20)
-        try #require(silent >= 0, "the phone did not listen on \(port)")
-        defer { close(silent) }
-        let next = Self.connect(port: port, within: 5)
-        try #require(next >= 0)
-        defer { close(next) }
-        #expect(write(next, Self.detect, Self.detect.count) == Self.detect.count)
-        let answer = Self.read(next, count: Self.detect.count, within: 20)
-        #expect(answer == Self.detect, "the next peer got \(answer) instead of the detect echo: \(String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self))")
+        let (answer, log) = try Self.detectBehindASilentPeer(["--auth", "off", "--idle-limit", "0"], within: 20)
+        #expect(answer == Self.detect, "the next peer got \(answer) instead of the detect echo: \(log)")
     }
 
     /// A head unit whose certificate the phone does not trust: the phone

@@ -9,20 +9,8 @@ import IAPWire
 /// signature per message (each was a task at the edge, and a coprocessor
 /// takes hundreds of milliseconds for one).
 @Suite struct AuthenticatorRequestTests {
-    func linkedHeadUnit() throws -> Connection {
-        let proposal = LinkParameters().synchronization
-        let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var headUnit = Connection(.init(role: .headUnit))
-        _ = headUnit.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
-        return headUnit
-    }
-
     func requests(_ outputs: [Connection.Output]) -> [AuthenticatorRequest] {
         outputs.compactMap { if case .authenticator(let request) = $0 { request } else { nil } }
-    }
-
-    func sent(_ outputs: [Connection.Output]) -> [ControlMessage] {
-        outputs.compactMap { if case .send(_, let bytes) = $0 { try? ControlMessage(decoding: bytes) } else { nil } }
     }
 
     func challengeRequest(_ challenge: [UInt8]) throws -> [UInt8] {

@@ -9,14 +9,6 @@ import IAPWire
 /// second identification with the standard messages only, and the head unit
 /// then keeps to those lists.
 @Suite struct IdentificationFallbackTests {
-    func linkedHeadUnit() throws -> Connection {
-        let proposal = LinkParameters().synchronization
-        let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var connection = Connection(.init(role: .headUnit, authentication: .off))
-        _ = connection.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
-        return connection
-    }
-
     /// The control messages a batch of outputs sends.
     func sentMessages(_ outputs: [Connection.Output]) throws -> [ControlMessage] {
         var decoder = ControlMessageDecoder()
@@ -40,7 +32,7 @@ import IAPWire
     }
 
     @Test func rejectedListsAreDeclaredAgainWithStandardMessagesOnly() throws {
-        var headUnit = try linkedHeadUnit()
+        var headUnit = try linkedHeadUnit(authentication: .off)
         let first = try sentMessages(try deliver(ControlMessage(id: MessageID.startIdentification), to: &headUnit))
         try #require(first.map(\.id) == [MessageID.identificationInformation])
         #expect(try declaredSent(first[0]).contains(MessageID.browseRequest))
@@ -62,7 +54,7 @@ import IAPWire
     }
 
     @Test func aSecondRejectionIsReportedNotRetried() throws {
-        var headUnit = try linkedHeadUnit()
+        var headUnit = try linkedHeadUnit(authentication: .off)
         _ = try deliver(ControlMessage(id: MessageID.startIdentification), to: &headUnit)
         let rejection = ControlMessage(id: MessageID.identificationRejected, parameters: [.none(ParameterID.IdentificationInformation.messagesReceivedFromDevice)])
         #expect(try sentMessages(try deliver(rejection, to: &headUnit)).count == 1)
@@ -72,7 +64,7 @@ import IAPWire
     /// A rejection of something else (the name, say) is not about the lists:
     /// sending the same lists again would not help, and nothing is sent.
     @Test func aRejectionOfOtherParametersIsNotRetried() throws {
-        var headUnit = try linkedHeadUnit()
+        var headUnit = try linkedHeadUnit(authentication: .off)
         _ = try deliver(ControlMessage(id: MessageID.startIdentification), to: &headUnit)
         let rejection = ControlMessage(id: MessageID.identificationRejected, parameters: [.none(ParameterID.IdentificationInformation.name)])
         #expect(try sentMessages(try deliver(rejection, to: &headUnit)).isEmpty)

@@ -11,18 +11,6 @@ import IAPWire
 /// order, and goes out then; it is dropped, named, when authentication fails
 /// or the link ends, and more than a few are refused.
 @Suite struct SendBeforeAuthenticationTests {
-    func linkedHeadUnit() throws -> Connection {
-        let proposal = LinkParameters().synchronization
-        let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var headUnit = Connection(.init(role: .headUnit))
-        _ = headUnit.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
-        return headUnit
-    }
-
-    func sent(_ outputs: [Connection.Output]) -> [ControlMessage] {
-        outputs.compactMap { if case .send(_, let bytes) = $0 { try? ControlMessage(decoding: bytes) } else { nil } }
-    }
-
     func problems(_ outputs: [Connection.Output]) -> [String] {
         outputs.compactMap { if case .event(.problem(let text)) = $0 { text } else { nil } }
     }
