@@ -64,11 +64,15 @@ let package = Package(
         // (identification, authentication 2.0, the Extended Interface lingo),
         // served from the same app. Sans-IO, standard library only.
         .target(name: "IAPLegacy", dependencies: ["IAPWire", "IAPLink", "IAPRoles", "IAPSession"]),
+        // One whole link end as a sans-IO state machine: the link end, the
+        // session and the legacy iAP1 phone, fed inputs and time, answering
+        // with outputs and one deadline. What every runner drives.
+        .target(name: "IAPEndpointCore", dependencies: ["IAPLegacy", "IAPLink", "IAPRoles", "IAPSession", "IAPWire"]),
         // The connection core over a real transport, in real time: what
         // `iapctl phone`, `head-unit`, `ping`, `gadget` and `supervise` run,
         // and what IAPKit is built on.
         .target(name: "IAPEndpoint", dependencies: [
-            "IAPLegacy", "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire",
+            "IAPEndpointCore", "IAPLegacy", "IAPLink", "IAPRoles", "IAPSession", "IAPTransport", "IAPWire",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The sample app and library, the head-unit shell and the head unit's

@@ -53,14 +53,19 @@ public struct SessionConformance: Sendable {
             seen.withLock { $0.lines.append(line) }
         })
         let timeout = self.timeout, observation = self.observation
-        // Read on the endpoint's own task, after every input: the only place its state may be read.
-        endpoint.stopWhen = { endpoint in
+        // The session as each event leaves it; the stop asked after every input.
+        endpoint.observe { _, connection in
             seen.withLock { state in
-                let stage = endpoint.connection.stage
+                if state.stages.last != connection.stage { state.stages.append(connection.stage) }
+                state.appName = connection.headUnit.appName
+                state.tabs = connection.headUnit.tabs.map(\.text)
+            }
+        }
+        endpoint.stop(when: { endpoint in
+            seen.withLock { state in
+                let stage = endpoint.stage
                 if state.stages.last != stage { state.stages.append(stage) }
                 state.everUp = endpoint.everUp
-                state.appName = endpoint.headUnit.appName
-                state.tabs = endpoint.headUnit.tabs.map(\.text)
                 let now = MonotonicClock.now()
                 if case .identified = stage, state.identifiedAt == nil { state.identifiedAt = now }
                 let observed = state.identifiedAt.map { now - $0 >= observation } ?? false
@@ -68,7 +73,7 @@ public struct SessionConformance: Sendable {
                 state.finished = observed || failed || now - started >= timeout + observation || endpoint.endReason != nil
                 return state.finished
             }
-        }
+        })
         var results: [ConformanceResult] = []
         func finish(_ name: String, _ failures: [String], _ summary: String) {
             let elapsed = Int((MonotonicClock.now().nanoseconds - started.nanoseconds) / 1_000_000)
@@ -82,7 +87,7 @@ public struct SessionConformance: Sendable {
             finish(Self.caseNames(as: kind)[0], ["cannot open the transport: \(error)"], "")
             return results
         }
-        // A timer input keeps `stopWhen` looked at while the peer is silent.
+        // A timer input keeps the stop condition looked at while the peer is silent.
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(200))
@@ -91,7 +96,7 @@ public struct SessionConformance: Sendable {
         }
         await endpoint.run()
         ticker.cancel()
-        await endpoint.driver.close()
+        await endpoint.close()
         let state = seen.withLock { $0 }
         let names = Self.caseNames(as: kind)
         let peer = kind.linkRole == .device ? "accessory" : "device"

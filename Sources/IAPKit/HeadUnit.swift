@@ -104,8 +104,8 @@ public final class HeadUnit: Sendable {
                                  authentication: EndpointAuthentication(policy: .required, authenticator: { await authenticator.answer($0) }),
                                  logger: configuration.logger)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
-        endpoint.observe { [state, eventFeed, driver = endpoint.driver] event, connection in
-            let transportError = driver.transportError
+        endpoint.observe { [state, eventFeed, endpoint] event, connection in
+            let transportError = endpoint.transportError
             state.withLock { $0.handle(event, connection: connection, transportError: transportError, feed: eventFeed) }
         }
         do {
@@ -134,7 +134,7 @@ public final class HeadUnit: Sendable {
 
     /// Closes the connection and waits until it has ended.
     public func close() async {
-        await endpoint.driver.close()
+        await endpoint.close()
         await runner.withLock { $0 }?.value
     }
 
@@ -270,7 +270,7 @@ public final class HeadUnit: Sendable {
         // Closes the connection when the time is up; true if it did.
         let timer = Task { [endpoint] in
             do { try await Task.sleep(for: timeout) } catch { return false }
-            await endpoint.driver.close()
+            await endpoint.close()
             return true
         }
         do {

@@ -259,7 +259,7 @@ public final class Phone: Sendable {
         }
         let endpoint = MediaEndpoint(kind: .phone, transport: transport, app: app, authentication: authentication,
                                      logger: logger)
-        endpoint.stopWhen = { $0.endReason != nil }
+        endpoint.stop(when: { $0.endReason != nil })
         let connected = Locked(false)
         endpoint.observe { [eventFeed] event, connection in
             guard case .stage(.identified) = event, let identity = connection.accessory else { return }
@@ -275,9 +275,9 @@ public final class Phone: Sendable {
         await withTaskCancellationHandler {
             await endpoint.run()
         } onCancel: {
-            Task { await endpoint.driver.close() }
+            Task { await endpoint.close() }
         }
-        await endpoint.driver.close()
+        await endpoint.close()
         if connected.withLock({ $0 }) { eventFeed.yield(.disconnected(endpoint.endReason ?? "the connection ended")) }
         // Ended before the link ever came up, and not in order: it never connected.
         if !endpoint.everUp, let error = endpoint.transportError, error.kind != .closed { throw error }

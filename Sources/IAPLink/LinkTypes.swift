@@ -279,4 +279,6 @@ public struct LinkStatistics: Hashable, Sendable {
     /// iAP1 frames `sendLegacy` refused because the head unit had not taken
     /// what was sent before (`LinkSendError.Kind.legacyQueueFull`).
     public var legacyFramesRefused = 0
+
+    public init() {}
 }

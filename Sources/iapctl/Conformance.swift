@@ -175,7 +175,7 @@ extension Conformance {
         try counterpart?.start()
         let loop = Task { [counterpart] in await counterpart?.run() }
         let results = await body(transport)
-        await counterpart?.driver.close()
+        await counterpart?.close()
         loop.cancel()
         if let failure = opening.failure { throw CommandFailure(message: "\(failure.description) (no conformance case ran)") }
         return results

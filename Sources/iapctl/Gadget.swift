@@ -195,7 +195,7 @@ struct Gadget: AsyncParsableCommand {
         while true {
             let endpoint = MediaEndpoint(kind: .phone, transport: USBHostTransport(selector: USBDeviceSelector()), app: SampleApp(),
                                          authentication: authentication, logger: Logger(label: label))
-            endpoint.stopWhen = { $0.endReason != nil }
+            endpoint.stop(when: { $0.endReason != nil })
             do {
                 try endpoint.start()
             } catch where error.kind == .notFound && clock.now < deadline {

@@ -192,21 +192,21 @@ final class ShellFeed: Sendable {
     }
 }
 
-/// Waits until `driver` has had no link up, and no iAP1 frame from a legacy
+/// Waits until `endpoint` has had no link up, and no iAP1 frame from a legacy
 /// head unit, for `limit` since `counting` was set (true), or until
 /// cancelled (false). Looks twice a second: a link up
 /// for less than that between two looks can go unseen, which only matters
 /// to a peer that connects and fails for the whole limit anyway.
-func linkStaysDown(on driver: LinkDriver, for limit: Duration, countingFrom counting: OnceSet) async -> Bool {
+func linkStaysDown(on endpoint: MediaEndpoint, for limit: Duration, countingFrom counting: OnceSet) async -> Bool {
     let clock = ContinuousClock()
     var downSince = clock.now
     // A legacy iAP1 head unit has no iAP2 link: its frames are its traffic.
-    var legacyFrames = driver.statistics.legacyFramesReceived
+    var legacyFrames = endpoint.statistics.legacyFramesReceived
     while !Task.isCancelled {
         do { try await Task.sleep(for: .milliseconds(500)) } catch { return false }
-        let frames = driver.statistics.legacyFramesReceived
+        let frames = endpoint.statistics.legacyFramesReceived
         defer { legacyFrames = frames }
-        if driver.isUp || frames != legacyFrames || !counting.isSet {
+        if endpoint.isUp || frames != legacyFrames || !counting.isSet {
             downSince = clock.now
         } else if clock.now - downSince >= limit {
             return true
@@ -257,24 +257,26 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     // A listener's connection ends with the peer or the shell's quit.
     let started = MonotonicClock.now()
     let showsScreen = screen != nil
-    let stop: @Sendable (MediaEndpoint) -> Bool = { endpoint in
+    func stop(_ kind: EndKind) -> @Sendable (MediaEndpoint.Status) -> Bool {
+      { status in
         // A phone whose session failed (authentication refused or never
         // answered, identification rejected) has nothing more to do on this
         // connection: it ends, and the listener is free for the next peer.
-        if endpoint.kind == .phone, case .failed(let reason) = endpoint.connection.stage {
-            logger(label ?? endpoint.kind.rawValue, "closing the connection: \(reason)", level: .warning)
+        if kind == .phone, case .failed(let reason) = status.stage {
+            logger(label ?? kind.rawValue, "closing the connection: \(reason)", level: .warning)
             return true
         }
-        guard endpoint.kind == .headUnit, let shell = headUnitShell else { return false }
+        guard kind == .headUnit, let shell = headUnitShell else { return false }
         if once { return shell.nowPlayingUpdates > 0 }
         if shell.quit { return true }
         // With a screen, a person drives the head unit from the browser: the end of a script is not the end.
         if serving || showsScreen { return false }
         let waited = Double(MonotonicClock.now().nanoseconds - started.nanoseconds) / 1e9
         return shell.finished && (shell.nowPlayingUpdates > 0 || waited > 15)
+      }
     }
-    end.stopWhen = stop
-    counterpart?.stopWhen = stop
+    end.stop(when: stop(kind))
+    counterpart?.stop(when: stop(counterpartKind))
     do {
         try counterpart?.start()
         try end.start()
@@ -291,13 +293,13 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
         if let counterpart { group.addTask { await counterpart.run() } }
         if serving, let idle {
             group.addTask {
-                guard await linkStaysDown(on: end.driver, for: idle.limit, countingFrom: idle.counting) else { return }
+                guard await linkStaysDown(on: end, for: idle.limit, countingFrom: idle.counting) else { return }
                 logger(kind.rawValue, "no link on this connection for \(idle.limit); closing it to serve the next peer", level: .warning)
             }
         }
         await group.next()
-        await end.driver.close()
-        await counterpart?.driver.close()
+        await end.close()
+        await counterpart?.close()
         group.cancelAll()
         await group.waitForAll()
     }

@@ -52,7 +52,7 @@ struct Ping: AsyncParsableCommand {
         let answers = AnswerBox()
         let end = MediaEndpoint(kind: .pinger, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .pinger),
                                 logger: Logger(label: "ping"))
-        end.onMessage = { message in
+        end.onUnhandledMessage { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
         }
         // The accessory sends nothing but authentication until the phone
@@ -83,8 +83,8 @@ struct Ping: AsyncParsableCommand {
             measured = .failure(error)
         }
         // RST goes out before the figures are printed or the error thrown.
-        await end.driver.close()
-        await responder?.driver.close()
+        await end.close()
+        await responder?.close()
         loops.cancel()
         let (rtts, lost) = try measured.get()
         let sorted = rtts.sorted()
@@ -114,7 +114,7 @@ struct Ping: AsyncParsableCommand {
     private func pings(over end: MediaEndpoint, answers: AnswerBox, session: SessionWatch) async throws -> (rtts: [Double], lost: Int) {
         // Wait for the link, and for authentication to be behind it.
         let start = MonotonicClock.now()
-        while !end.driver.isUp || !session.isOpen {
+        while !end.isUp || !session.isOpen {
             if let reason = session.failure {
                 throw CommandFailure(message: "the session over \(options.transport) failed: \(reason)")
             }
@@ -122,7 +122,7 @@ struct Ping: AsyncParsableCommand {
                 throw CommandFailure(message: "cannot reach the other end: \(error)")
             }
             if Double(MonotonicClock.now().nanoseconds - start.nanoseconds) / 1e9 > timeout * 4 {
-                throw CommandFailure(message: end.driver.isUp
+                throw CommandFailure(message: end.isUp
                     ? "the link came up over \(options.transport) but authentication did not finish within \(Int(timeout * 4)) s"
                     : "the link did not come up over \(options.transport) within \(Int(timeout * 4)) s (is the other end running and speaking iAP2?)")
             }
@@ -134,7 +134,7 @@ struct Ping: AsyncParsableCommand {
         // given up on, and none is sent after it.
         let watch = Task {
             while !Task.isCancelled {
-                if end.transportError != nil || !end.driver.isUp {
+                if end.transportError != nil || !end.isUp {
                     answers.abandon()
                     return
                 }

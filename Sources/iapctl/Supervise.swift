@@ -181,7 +181,7 @@ struct Supervise: AsyncParsableCommand {
                 let transport = traceFile?.recording(usb, as: .headUnit, connection: number) ?? usb
                 let endpoint = MediaEndpoint(kind: .headUnit, transport: transport, app: nil, authentication: authentication,
                                              logger: Console.logger { label })
-                endpoint.stopWhen = { $0.endReason != nil }
+                endpoint.stop(when: { $0.endReason != nil })
                 MediaEventText.follow(endpoint) { Console.result(label, $0) }
                 screen?.attach(endpoint)
                 do {
@@ -222,7 +222,7 @@ private final class EndpointConnection: SupervisedConnection {
         endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil,
                                  authentication: authentication, logger: Console.logger { label.text })
         // One link per connection: its end (unplug, transfer error, timeout, RST) ends the connection.
-        endpoint.stopWhen = { $0.endReason != nil }
+        endpoint.stop(when: { $0.endReason != nil })
         if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label.text, $0) } }
         screen?.attach(endpoint)
         self.screen = screen
@@ -237,7 +237,7 @@ private final class EndpointConnection: SupervisedConnection {
         return reason
     }
 
-    func close() async { await endpoint.driver.close() }
+    func close() async { await endpoint.close() }
 }
 
 /// The log label of a connection, known once the supervisor numbers it.

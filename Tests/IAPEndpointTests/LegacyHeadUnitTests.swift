@@ -94,7 +94,7 @@ import Testing
         let title = await received.wait(for: 0x0021, lingo: 4)
         #expect(title.map { String(decoding: $0.data.dropLast(), as: UTF8.self) } == app.nowPlaying(at: MonotonicClock.now()).title)
         // The iAP2 session never started.
-        #expect(!phone.driver.isUp)
+        #expect(!phone.isUp)
     }
 
     @Test func noiseThatFramesAsIAP1StartsNothing() async throws {

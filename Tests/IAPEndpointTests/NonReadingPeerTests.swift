@@ -27,7 +27,7 @@ import IAPWire
         proposal.maximumOutstandingPackets = 1
         peer.write(try LinkPacket(control: .syn, sequence: 0x10, payload: proposal.encoded()).encoded())
         peer.write(try LinkPacket(control: .ack, sequence: 0x10, acknowledgement: 0).encoded())
-        #expect(responder.driver.isUp)
+        #expect(responder.isUp)
         // 200 pings of 1 KB (200 KB, within the 256 KiB receive budget),
         // each acknowledging only the SYN+ACK: no answer is ever taken.
         let requests = 200

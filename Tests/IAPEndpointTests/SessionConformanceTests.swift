@@ -24,7 +24,7 @@ import IAPTransport
         let loop = Task { await counterpart.run() }
         let results = await SessionConformance(kind: kind, transport: a, authentication: ours, timeout: .seconds(20), observation: .seconds(1))
             .run(seed: 1) { _ in }
-        await counterpart.driver.close()
+        await counterpart.close()
         loop.cancel()
         return results
     }

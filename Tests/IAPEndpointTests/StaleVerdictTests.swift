@@ -102,6 +102,6 @@ import IAPWire
         }
         #expect(!sent.contains(MessageID.requestAuthenticationChallengeResponse), "the second accessory was challenged on the first one's verdict: \(sent)")
         #expect(sent == [MessageID.requestAuthenticationCertificate, MessageID.authenticationFailed], "\(sent)")
-        Task { await phone.driver.close() }
+        Task { await phone.close() }
     }
 }

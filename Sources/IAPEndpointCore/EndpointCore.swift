@@ -1,0 +1,496 @@
+import IAPLegacy
+import IAPLink
+import IAPRoles
+import IAPSession
+import IAPWire
+
+/// Which end of the link a command runs, and with what on top.
+public enum EndKind: String, Sendable {
+    /// The device end: authentication and identification of the accessory, then the media role serving an app.
+    case phone = "phone"
+    /// The accessory end: authentication and identification, then the media role.
+    case headUnit = "head-unit"
+    /// A device end with no role: it answers pings.
+    case responder = "responder"
+    /// An accessory end with no role, for `iapctl ping`.
+    case pinger = "ping"
+
+    public var linkRole: LinkRole { self == .phone || self == .responder ? .device : .accessory }
+}
+
+/// One whole link end as a sans-IO state machine: the link layer
+/// (`LinkEnd`), the iAP2 session above it (`Connection`) and, on a phone
+/// whose head unit speaks only iAP1, the legacy phone (`LegacyPhone`).
+///
+/// Fed one `Input` at a time with the time, it answers with `Output`s
+/// (bytes to write, events, requests for the edge) and `nextDeadline`, the
+/// one time `tick` is next due for all three. Every runner drives this one
+/// type: the real-time endpoint over a transport, the virtual-time
+/// simulator, the in-process pair and the fuzz targets.
+///
+/// What sits between the link and the session lives here too: a send the
+/// link's queue has no room for waits in a backlog until the session is
+/// writable; bytes received while one waits stay unhandled (and count
+/// against the link's receive budget), so a peer that does not take our
+/// answers gets no more made for it and holds itself back. Answers of the
+/// edge carry the link they were asked on: one made for an earlier link is
+/// dropped (a verdict on one accessory's certificate never passes for
+/// another's).
+///
+/// It calls the phone's app synchronously for what is playing and its
+/// command set (`MediaApp`); the app's content leaves as `.load` requests.
+public struct EndpointCore: Sendable {
+    public enum Input: Sendable {
+        /// Starts the link end (the transport is open).
+        case start
+        /// Bytes the transport read.
+        case received([UInt8])
+        /// The transport closed (why, in words): the link and the session end.
+        case transportClosed(String)
+        /// Time passed: whatever is due by now is done.
+        case tick
+        /// Sends RST (before the transport is closed on purpose).
+        case reset
+        /// Starts a fresh link end over the same or a new transport (a cable plugged back in).
+        case restart
+        /// The edge's authenticator answered the request made on link `link`.
+        case authenticatorAnswered(AuthenticatorAnswer, link: Int)
+        /// The edge's verifier answered the request made on link `link`.
+        case verified(VerificationAnswer, link: Int)
+        /// The edge's verifier answered the legacy phone's check `id`, asked on link `link`.
+        case legacyVerified(id: UInt32, VerificationAnswer, link: Int)
+        /// The app answered a load, ready at `readyAt` (its own stated delay).
+        case loaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
+        /// The app answered a load of the legacy phone's.
+        case legacyLoaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
+        /// A control message from outside the roles (a diagnostic ping); held
+        /// (a bounded few) until the first link is up.
+        case send(ControlMessage)
+        /// Something to do with the session (a head unit's browse, a phone's
+        /// new command set); what it outputs is carried out.
+        case action(@Sendable (inout Connection, LinkInstant) -> [Connection.Output])
+        /// Bytes for the transport behind the link's back (stale or corrupt
+        /// packets, a stopped peer's RST), after what the link wrote so far.
+        case writeRaw([UInt8])
+        /// Bytes on a session behind the session's back, as a peer that
+        /// breaks the rules would send them (conformance probes).
+        case sendRaw(session: UInt8, [UInt8])
+    }
+
+    /// How loud a line of the core's own is.
+    public enum Level: Hashable, Sendable {
+        case info, notice, warning, error
+    }
+
+    public enum Output: Hashable, Sendable {
+        /// Bytes for the transport, in order.
+        case write([UInt8])
+        /// What the link did (for logs; the core has acted on it already).
+        case link(LinkEvent)
+        /// What the session did.
+        case event(Connection.Event)
+        /// Head unit: ask the authenticator; answer with `.authenticatorAnswered`, giving `link` back.
+        case authenticator(AuthenticatorRequest, link: Int)
+        /// Phone: check a certificate or signature; answer with `.verified`, giving `link` back.
+        case verify(VerificationRequest, link: Int)
+        /// Phone serving iAP1: check the head unit's certificate or signature; answer with `.legacyVerified`.
+        case legacyVerify(id: UInt32, VerificationRequest, link: Int)
+        /// Phone: the app's content; answer with `.loaded`.
+        case load(token: UInt32, PhoneMediaRole.LoadRequest)
+        /// Phone serving iAP1: the app's content; answer with `.legacyLoaded`.
+        case legacyLoad(token: UInt32, PhoneMediaRole.LoadRequest)
+        /// Phone serving iAP1: what the head unit did.
+        case legacyEvent(LegacyPhone.Event)
+        /// Phone: the head unit went away while playing.
+        case pausePlayback
+        /// A control message this end sent, by id (with `Configuration.recordsSentMessages`).
+        case sentMessage(UInt16)
+        /// A line for the log.
+        case log(Level, String)
+    }
+
+    public struct Configuration: Sendable {
+        public var link: LinkConfiguration
+        /// Whether one write may carry several link packets (a byte stream);
+        /// off, each packet is its own write (a USB transfer, a datagram).
+        public var coalescesWrites: Bool
+        /// Control messages this end never sends: a peer that leaves a step
+        /// out, for conformance cases.
+        public var withheldMessages: Set<UInt16>
+        /// Report each control message sent as `.sentMessage` (for checks).
+        public var recordsSentMessages: Bool
+
+        public init(link: LinkConfiguration, coalescesWrites: Bool = true, withheldMessages: Set<UInt16> = [], recordsSentMessages: Bool = false) {
+            self.link = link
+            self.coalescesWrites = coalescesWrites
+            self.withheldMessages = withheldMessages
+            self.recordsSentMessages = recordsSentMessages
+        }
+    }
+
+    /// Messages from outside held before the first link up, at most.
+    public static let maximumHeldOutgoing = 64
+
+    public let configuration: Configuration
+    public let app: (any MediaApp)?
+    public private(set) var link: LinkEnd
+    public private(set) var connection: Connection
+    /// The phone's answer to a head unit that speaks only iAP1; nil for
+    /// other ends and a phone with no app.
+    public private(set) var legacy: LegacyPhone?
+    /// Whether a link has come up since the core was made.
+    public private(set) var everUp = false
+    /// Why the link last went down or the transport closed, in words; nil while it has not.
+    public private(set) var endReason: String?
+    /// Counts link ups and downs: what the edge answers for an earlier link is dropped.
+    public private(set) var linkGeneration = 0
+    /// Bytes written earlier that the transport still holds (the peer has
+    /// not taken them), as the edge last said: iAP1 has no window, so they
+    /// are what bounds the legacy phone's answers.
+    public var unwrittenBytes = 0
+
+    private var heldOutgoing: [ControlMessage] = []
+    /// Sends the link's queue had no room for, per session, oldest first.
+    private var backlog: [UInt8: [[UInt8]]] = [:]
+    /// Bytes received while a backlog waits, not yet handled.
+    private var heldData: [(session: UInt8, bytes: [UInt8])] = []
+    /// The legacy phone's loads the app answered, to complete at their time.
+    private var legacyCompletions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
+    /// iAP1 answers not sent because the head unit had not taken the ones before.
+    private var legacyAnswersRefused = 0
+
+    // One input's work.
+    private var outputs: [Output] = []
+    private var writes: [UInt8] = []
+    /// Link actions not yet acted on, oldest first (a queue, not recursion:
+    /// a long exchange would otherwise make a deep stack).
+    private var linkActions: [LinkAction] = []
+    private var nextLinkAction = 0
+    /// Delivered bytes handled since the link was last told.
+    private var consumedUntold = 0
+
+    /// - Parameters:
+    ///   - connection: the session core, made for this end's role.
+    ///   - app: the phone's app (its now playing, commands; its loads leave
+    ///     as outputs); nil for a head unit or a phone that serves nothing.
+    ///   - servesLegacy: a phone answers a head unit that speaks only iAP1
+    ///     from the same app (needs an app, and `answersIAP1` on the link).
+    ///   - verifiesLegacy: the legacy phone authenticates the head unit.
+    public init(configuration: Configuration, connection: Connection, app: (any MediaApp)?, verifiesLegacy: Bool = false) {
+        self.configuration = configuration
+        self.app = app
+        self.connection = connection
+        link = LinkEnd(configuration: configuration.link)
+        if configuration.link.answersIAP1, configuration.link.role == .device, let app {
+            legacy = LegacyPhone(appName: app.appName, commands: app.commandCenter(), verifies: verifiesLegacy)
+        }
+    }
+
+    /// The core of an end of `kind` as the CLI and IAPKit run it: a phone
+    /// with an app serves it over iAP2 and to an iAP1 head unit.
+    public init(kind: EndKind, app: (any MediaApp)?, headUnitLimits: HeadUnitLimits = .audioApps, authentication: AuthenticationPolicy,
+                coalescesWrites: Bool = true) {
+        let servesLegacy = kind == .phone && app != nil
+        let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
+                                   offersContent: kind == .phone && app?.offersContent == true)
+        var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
+        if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
+        let connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication),
+                                    phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
+        self.init(configuration: Configuration(link: LinkConfiguration(role: kind.linkRole, answersIAP1: servesLegacy), coalescesWrites: coalescesWrites),
+                  connection: connection, app: kind == .phone ? app : nil, verifiesLegacy: authentication == .required)
+    }
+
+    /// When `.tick` is next due, if ever: the earliest of the link's, the
+    /// session's and the legacy phone's deadlines.
+    public var nextDeadline: LinkInstant? {
+        var next = link.nextDeadline
+        for candidate in [connection.nextDeadline, legacy?.nextDeadline, legacyCompletions.map(\.at).min()] {
+            if let candidate, next.map({ candidate < $0 }) ?? true { next = candidate }
+        }
+        return next
+    }
+
+    /// Messages waiting for room on the link, and received bytes waiting for them.
+    public var waiting: (messages: Int, receivedBytes: Int) {
+        (backlog.values.reduce(0) { $0 + $1.count }, heldData.reduce(0) { $0 + $1.bytes.count })
+    }
+
+    /// Handles one input at `now`; returns what to carry out, in order (this
+    /// input's write first: the peer waits for it).
+    public mutating func handle(_ input: Input, now: LinkInstant) -> [Output] {
+        app?.setTime(now)
+        switch input {
+        case .start: linkDid(link.start(now: now), now: now)
+        case .received(let bytes): linkDid(link.receive(bytes, now: now), now: now)
+        case .transportClosed(let reason):
+            linkDid(link.transportClosed(reason, now: now), now: now)
+            endReason = endReason ?? "transport closed: \(reason)"
+            dropBacklog(because: "the transport closed", now: now)
+            perform(connection.linkDown(now: now), now: now)
+        case .tick:
+            linkDid(link.tick(now: now), now: now)
+            perform(connection.tick(now: now), now: now)
+            if legacy != nil {
+                performLegacy(legacy?.tick(now: now) ?? [], now: now)
+                let due = legacyCompletions.filter { $0.at <= now }
+                legacyCompletions.removeAll { $0.at <= now }
+                for completion in due { performLegacy(legacy?.complete(token: completion.token, with: completion.result, now: now) ?? [], now: now) }
+            }
+        case .reset: linkDid(link.reset(now: now), now: now)
+        case .restart:
+            link = LinkEnd(configuration: configuration.link)
+            consumedUntold = 0
+            linkDid(link.start(now: now), now: now)
+        case .authenticatorAnswered(let answer, let generation):
+            if generation == linkGeneration { perform(connection.authenticatorAnswered(answer, now: now), now: now) }
+        case .verified(let answer, let generation):
+            if generation == linkGeneration { perform(connection.verified(answer, now: now), now: now) }
+        case .legacyVerified(let id, let answer, let generation):
+            if generation == linkGeneration { performLegacy(legacy?.verified(id: id, answer, now: now) ?? [], now: now) }
+        case .loaded(let token, let result, let readyAt):
+            perform(connection.complete(token: token, with: result, at: max(readyAt, now), now: now), now: now)
+        case .legacyLoaded(let token, let result, let readyAt):
+            if readyAt <= now {
+                performLegacy(legacy?.complete(token: token, with: result, now: now) ?? [], now: now)
+            } else {
+                legacyCompletions.append((readyAt, token, result))
+            }
+        case .send(let message):
+            // A caller may see the link up before this core has handled its
+            // coming up: its messages wait (a bounded few) until then.
+            if !everUp && heldOutgoing.count < Self.maximumHeldOutgoing {
+                heldOutgoing.append(message)
+            } else {
+                perform(connection.send(message, now: now), now: now)
+            }
+        case .action(let action):
+            perform(action(&connection, now), now: now)
+        case .writeRaw(let bytes):
+            if configuration.coalescesWrites { writes += bytes } else { outputs.append(.write(bytes)) }
+        case .sendRaw(let session, let bytes):
+            send(bytes, session: session, now: now)
+        }
+        // What plays, read after every input, as the session core reads it.
+        if let app, legacy?.isIdentified == true {
+            performLegacy(legacy?.setNowPlaying(app.nowPlaying(at: now), now: now) ?? [], now: now)
+        }
+        return take()
+    }
+
+    // MARK: The link
+
+    /// Acts on what the link end asked for, and on what that causes, until
+    /// nothing is left.
+    private mutating func linkDid(_ actions: [LinkAction], now: LinkInstant) {
+        let draining = !linkActions.isEmpty
+        linkActions += actions
+        guard !draining else { return }
+        while nextLinkAction < linkActions.count {
+            let action = linkActions[nextLinkAction]
+            nextLinkAction += 1
+            switch action {
+            case .send(let bytes):
+                if configuration.coalescesWrites {
+                    writes += bytes
+                } else {
+                    outputs.append(.write(bytes))
+                }
+            case .deliver(let session, var bytes):
+                // Consecutive deliveries on the control session (a byte
+                // stream) go to the session as one; datagram sessions keep
+                // their boundaries.
+                if link.negotiated?.session(session)?.type == .control {
+                    while nextLinkAction < linkActions.count, case .deliver(session, let more) = linkActions[nextLinkAction] {
+                        bytes += more
+                        nextLinkAction += 1
+                    }
+                }
+                received(bytes, session: session, now: now)
+            case .event(let event):
+                linkEvent(event, now: now)
+            }
+            if nextLinkAction == linkActions.count {
+                linkActions.removeAll(keepingCapacity: true)
+                nextLinkAction = 0
+                // Handled bytes no longer count against the receive budget.
+                if consumedUntold > 0 {
+                    let count = consumedUntold
+                    consumedUntold = 0
+                    linkActions += link.consumed(count, now: now)
+                }
+            }
+        }
+    }
+
+    private mutating func linkEvent(_ event: LinkEvent, now: LinkInstant) {
+        switch event {
+        case .up(let negotiated):
+            everUp = true
+            linkGeneration += 1
+            outputs.append(.link(event))
+            perform(connection.linkUp(negotiated, now: now), now: now)
+            let held = heldOutgoing
+            heldOutgoing = []
+            for message in held { perform(connection.send(message, now: now), now: now) }
+        case .down(let reason):
+            linkGeneration += 1
+            endReason = "link down: \(reason)"
+            outputs.append(.link(event))
+            dropBacklog(because: "the link went down", now: now)
+            perform(connection.linkDown(now: now), now: now)
+        case .sessionWritable(let session):
+            outputs.append(.link(event))
+            sendBacklog(of: session, now: now)
+        case .legacyFrame(let payload):
+            // The app's commands as they are now: an IAPKit app may have changed them.
+            if let app { legacy?.setCommands(app.commandCenter()) }
+            performLegacy(legacy?.received(payload, now: now) ?? [], now: now)
+            consumedUntold += payload.count
+        default:
+            outputs.append(.link(event))
+        }
+    }
+
+    /// Hands received bytes to the session now, or holds them while answers
+    /// wait for room.
+    private mutating func received(_ bytes: [UInt8], session: UInt8, now: LinkInstant) {
+        guard backlog.isEmpty && heldData.isEmpty else { return heldData.append((session, bytes)) }
+        perform(connection.received(session: session, bytes, now: now), now: now)
+        consumedUntold += bytes.count
+    }
+
+    /// Sends now, or after what already waits for room on the session.
+    private mutating func send(_ bytes: [UInt8], session: UInt8, now: LinkInstant) {
+        if backlog[session] == nil {
+            do throws(LinkSendError) {
+                return linkDid(try link.send(bytes, session: session, now: now), now: now)
+            } catch {
+                guard case .queueFull = error.kind else {
+                    return log(.error, "cannot send \(bytes.count) bytes on session \(session): \(error)")
+                }
+            }
+        }
+        backlog[session, default: []].append(bytes)
+    }
+
+    /// Sends what waited for room on `session`, as far as there is room;
+    /// then handles what was received meanwhile, in order, until its answers
+    /// fill the link's queue again.
+    private mutating func sendBacklog(of session: UInt8, now: LinkInstant) {
+        guard let waiting = backlog[session] else { return }
+        var sent = 0
+        sending: for bytes in waiting {
+            do throws(LinkSendError) {
+                linkDid(try link.send(bytes, session: session, now: now), now: now)
+            } catch {
+                if case .queueFull = error.kind { break sending }
+                log(.error, "cannot send \(bytes.count) bytes on session \(session): \(error)")
+            }
+            sent += 1
+        }
+        backlog[session] = sent == waiting.count ? nil : Array(waiting[sent...])
+        var handled = 0
+        while backlog.isEmpty && handled < heldData.count {
+            let (session, bytes) = heldData[handled]
+            handled += 1
+            perform(connection.received(session: session, bytes, now: now), now: now)
+            consumedUntold += bytes.count
+        }
+        heldData.removeFirst(handled)
+    }
+
+    private mutating func dropBacklog(because reason: String, now: LinkInstant) {
+        let messages = backlog.values.reduce(0) { $0 + $1.count }
+        if messages > 0 { log(.warning, "\(messages) messages not sent: \(reason) while they waited for room") }
+        let held = heldData.reduce(0) { $0 + $1.bytes.count }
+        if held > 0 { log(.warning, "\(held) received bytes not handled: \(reason) while answers waited for room") }
+        backlog = [:]
+        heldData = []
+        consumedUntold += held
+    }
+
+    // MARK: The session
+
+    private mutating func perform(_ sessionOutputs: [Connection.Output], now: LinkInstant) {
+        for output in sessionOutputs {
+            switch output {
+            case .send(let session, let bytes):
+                if session == controlSession, !configuration.withheldMessages.isEmpty || configuration.recordsSentMessages,
+                   let id = Self.messageID(bytes) {
+                    if configuration.withheldMessages.contains(id) { continue }
+                    if configuration.recordsSentMessages { outputs.append(.sentMessage(id)) }
+                }
+                send(bytes, session: session, now: now)
+            case .event(let event): outputs.append(.event(event))
+            case .authenticator(let request): outputs.append(.authenticator(request, link: linkGeneration))
+            case .verify(let request): outputs.append(.verify(request, link: linkGeneration))
+            case .load(let token, let request):
+                guard app != nil else {
+                    perform(connection.complete(token: token, with: .failed(.noSuchContent, "this phone serves no app"), at: now, now: now), now: now)
+                    continue
+                }
+                outputs.append(.load(token: token, request))
+            case .pausePlayback: outputs.append(.pausePlayback)
+            }
+        }
+    }
+
+    private var controlSession: UInt8? { link.negotiated?.sessions.first { $0.type == .control }?.id }
+
+    /// The id of the control message `bytes` start with (the session core
+    /// sends one message per output).
+    private static func messageID(_ bytes: [UInt8]) -> UInt16? {
+        guard bytes.count >= 6 else { return nil }
+        return UInt16(bytes[4]) << 8 | UInt16(bytes[5])
+    }
+
+    // MARK: The legacy phone
+
+    private mutating func performLegacy(_ legacyOutputs: [LegacyPhone.Output], now: LinkInstant) {
+        for output in legacyOutputs {
+            switch output {
+            case .send(let packet):
+                let name = packet.name ?? "command 0x\(String(packet.command, radix: 16))"
+                let frame: [UInt8]
+                do {
+                    frame = try packet.encoded(sync: true)
+                } catch {
+                    log(.error, "cannot send iAP1 \(name) to the head unit: \(error)")
+                    continue
+                }
+                do throws(LinkSendError) {
+                    linkDid(try link.sendLegacy(frame, queued: unwrittenBytes, now: now), now: now)
+                } catch {
+                    guard case .legacyQueueFull = error.kind else {
+                        log(.error, "cannot send iAP1 \(name) to the head unit: \(error)")
+                        continue
+                    }
+                    // Counted; said at the first and each doubling: a head unit that
+                    // asks without reading must not grow the log with its requests.
+                    legacyAnswersRefused += 1
+                    if legacyAnswersRefused & (legacyAnswersRefused - 1) == 0 {
+                        log(.warning, "\(legacyAnswersRefused) iAP1 answers not sent so far: \(error)")
+                    }
+                }
+            case .load(let token, let request): outputs.append(.legacyLoad(token: token, request))
+            case .verify(let id, let request): outputs.append(.legacyVerify(id: id, request, link: linkGeneration))
+            case .event(let event): outputs.append(.legacyEvent(event))
+            case .log(let line): log(.info, "iAP1: \(line)")
+            }
+        }
+    }
+
+    private mutating func log(_ level: Level, _ line: String) { outputs.append(.log(level, line)) }
+
+    /// This input's outputs, its write first.
+    private mutating func take() -> [Output] {
+        var taken = outputs
+        if !writes.isEmpty {
+            taken.insert(.write(writes), at: 0)
+            writes = []
+        }
+        outputs.removeAll(keepingCapacity: true)
+        return taken
+    }
+}
