@@ -98,7 +98,7 @@ let package = Package(
         .target(name: "IAPUdev", dependencies: ["CLibUDev", "IAPHotplug", "IAPTransport", .product(name: "SystemPackage", package: "swift-system")]),
         // Deterministic link scenarios in virtual time over the faulty wire,
         // and the named conformance cases.
-        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpoint", "IAPDemo"]),
+        .target(name: "IAPConformance", dependencies: ["IAPLink", "IAPWire", "IAPTransport", "IAPRoles", "IAPSession", "IAPAuthentication", "IAPEndpointCore", "IAPEndpoint", "IAPDemo"]),
         // iAP2 authentication: the accessory certificate parsed, challenges made
         // and verified, chain trust, and the accessory's authenticators (a
         // software key and the I2C coprocessor). Docs/Authentication.md.

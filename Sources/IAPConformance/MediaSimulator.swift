@@ -1,15 +1,16 @@
 import IAPDemo
+import IAPEndpointCore
 import IAPLink
 import IAPRoles
 import IAPSession
 import IAPTransport
 import IAPWire
 
-/// A phone and a head-unit connection core over a simulated link in
-/// virtual time: the whole session end to end (authentication,
-/// identification, media), deterministic for a seed, with any faults on
-/// the wire. A thin driver: the session is `IAPSession.Connection`, the edge
-/// `VirtualTimeEdge`.
+/// A phone and a head unit, each an endpoint core (`EndpointCore`), joined
+/// by a simulated wire in virtual time: the whole session end to end
+/// (link, authentication, identification, media), deterministic for a
+/// seed, with any faults on the wire. A thin driver of the same core the
+/// real-time endpoint runs; the edge is `VirtualTimeEdge`.
 public struct MediaSimulator: Sendable {
     public struct Line: Hashable, Sendable {
         public var time: LinkInstant
@@ -17,12 +18,24 @@ public struct MediaSimulator: Sendable {
         public var text: String
     }
 
-    public var link: LinkSimulator
-    public private(set) var phoneConnection: Connection
-    public private(set) var headUnitConnection: Connection
+    /// A link event of one end, when it happened.
+    public struct LinkRecord: Hashable, Sendable {
+        public var time: LinkInstant
+        public var role: LinkRole
+        public var event: LinkEvent
+    }
+
+    public private(set) var phoneCore: EndpointCore
+    public private(set) var headUnitCore: EndpointCore
+    /// Head unit to phone, and phone to head unit.
+    public var towardsPhone: FaultyWire
+    public var towardsHeadUnit: FaultyWire
     public var edge: VirtualTimeEdge
     public var app: SampleApp { edge.app }
+    public private(set) var now: LinkInstant = .zero
     public private(set) var transcript: [Line] = []
+    /// Every link event of each end, in order.
+    public private(set) var linkRecords: [LinkRecord] = []
     /// Head-unit events in order, for checks.
     public private(set) var headUnitEvents: [HeadUnitMediaRole.Event] = []
     /// Every session event of each end, in order.
@@ -33,23 +46,28 @@ public struct MediaSimulator: Sendable {
     public private(set) var disconnections = 0
     /// Files the head unit received over the file-transfer session, by transfer id.
     public private(set) var transfers: [UInt8: [UInt8]] = [:]
-
-    /// Control messages an end never sends, by id: a peer that leaves a
-    /// step out, for conformance cases.
-    public var withheld: [LinkRole: Set<UInt16>] = [:]
+    /// Every write each end made, with the time it was made, in order.
+    public private(set) var wireLog: [(time: LinkInstant, role: LinkRole, bytes: [UInt8])] = []
     /// Control message ids each end sent, in order (withheld ones left out).
     public private(set) var sentMessageIDs: [LinkRole: [UInt16]] = [:]
 
-    private var seenRecords = 0
-    private var seenDeliveries: [LinkRole: [UInt8: Int]] = [:]
-    private var sentDecoders: [LinkRole: ControlMessageDecoder] = [:]
+    /// Steps taken (each an instant at which something happened), to bound runaway scenarios.
+    public private(set) var steps = 0
+    /// Steps allowed in all.
+    public var stepBudget = 2_000_000
+    /// Steps allowed without virtual time advancing: more means a timer
+    /// that fires and is not moved on.
+    public var roundsPerInstantBudget = 200_000
+    /// Why the simulation stopped early, once a budget ran out. From then on
+    /// `run` no longer steps: it moves time to the limit it is given.
+    public private(set) var budgetFailure: String?
+    private var stepsAtInstant = 0
+    private var started = false
 
     public init(app: SampleApp = SampleApp(), feedback: Bool = false, faults: WireFaults = .none, seed: UInt64 = 1,
                 limits: HeadUnitLimits = .audioApps, phone: Connection.Configuration = .init(role: .phone),
                 headUnit: Connection.Configuration = .init(role: .headUnit)) {
         edge = VirtualTimeEdge(app: app)
-        phoneConnection = edge.phoneConnection(phone, feedback: feedback)
-        headUnitConnection = Connection(headUnit, headUnit: HeadUnitMediaRole(limits: limits))
         var parameters = LinkParameters(maximumPacketLength: 1024, retransmitTimeout: .milliseconds(300),
                                         cumulativeAckTimeout: .milliseconds(30), maximumRetransmissions: 30)
         parameters.maximumOutstandingPackets = 8
@@ -57,187 +75,179 @@ public struct MediaSimulator: Sendable {
         var device = LinkConfiguration(role: .device, parameters: parameters, initialSequence: 0x40)
         accessory.silenceLimit = .seconds(30)
         device.silenceLimit = .seconds(30)
-        link = LinkSimulator(accessory: accessory, device: device, outbound: faults, inbound: faults, seed: seed)
+        // Each link packet its own write, as over USB (and as the trace shows them).
+        phoneCore = edge.phoneCore(link: device, phone, feedback: feedback, coalescesWrites: false)
+        phoneCore.recordsSentMessages = true
+        headUnitCore = EndpointCore(configuration: EndpointCore.Configuration(link: accessory, coalescesWrites: false),
+                                    connection: Connection(headUnit, headUnit: HeadUnitMediaRole(limits: limits)), app: nil)
+        headUnitCore.recordsSentMessages = true
+        towardsPhone = FaultyWire(faults: faults, seed: seed &* 2 &+ 1)
+        towardsHeadUnit = FaultyWire(faults: faults, seed: seed &* 2 &+ 2)
     }
 
-    public var now: LinkInstant { link.now }
-    public var phone: PhoneMediaRole { phoneConnection.phone }
-    public var headUnit: HeadUnitMediaRole { headUnitConnection.headUnit }
+    public var phoneConnection: Connection { phoneCore.connection }
+    public var headUnitConnection: Connection { headUnitCore.connection }
+    public var phone: PhoneMediaRole { phoneCore.connection.phone }
+    public var headUnit: HeadUnitMediaRole { headUnitCore.connection.headUnit }
 
-    /// Rounds of `run` allowed without virtual time advancing (a session
-    /// timer that fires without moving on would otherwise spin forever).
-    public var roundsPerInstantBudget = 100_000
-    private var mediaBudgetFailure: String?
-
-    /// Why the simulation stopped early (its own budget or the link's), if it did.
-    public var budgetFailure: String? { mediaBudgetFailure ?? link.budgetFailure }
+    /// Control messages an end never sends, by id: a peer that leaves a
+    /// step out, for conformance cases.
+    public var withheld: [LinkRole: Set<UInt16>] {
+        get { [.device: phoneCore.withheldMessages, .accessory: headUnitCore.withheldMessages] }
+        set {
+            phoneCore.withheldMessages = newValue[.device] ?? []
+            headUnitCore.withheldMessages = newValue[.accessory] ?? []
+        }
+    }
 
     public mutating func note(_ who: String, _ text: String) {
-        transcript.append(Line(time: link.now, who: who, text: text))
+        transcript.append(Line(time: now, who: who, text: text))
     }
 
-    /// Plugs in (the first time: starts the link) and runs until both ends
-    /// are identified and the head unit knows the app.
+    /// Starts both link ends (the cable is in).
+    public mutating func start() {
+        started = true
+        serve(phoneCore.handle(.start, now: now), at: .device)
+        serve(headUnitCore.handle(.start, now: now), at: .accessory)
+    }
+
+    /// Plugs in (the first time: starts the link; later, both ends start
+    /// over as fresh link ends) and runs until both ends are identified and
+    /// the head unit knows the app.
     @discardableResult
     public mutating func connect(within limit: Duration = .seconds(60)) -> Bool {
-        if link.records.isEmpty && link.wireLog.isEmpty { link.start() } else { link.plug() }
+        if !started {
+            start()
+        } else {
+            serve(phoneCore.handle(.restart, now: now), at: .device)
+            serve(headUnitCore.handle(.restart, now: now), at: .accessory)
+        }
         let target = connections + 1
         return run(for: limit) { $0.connections >= target && $0.headUnit.appName != nil }
     }
 
-    /// Pulls the cable: both ends see the transport close.
+    /// Pulls the cable: both ends see their transport close, and whatever
+    /// was on the wire is lost.
     public mutating func unplug() {
-        link.unplug()
-        processLink()
+        _ = towardsPhone.arrivals(upTo: LinkInstant(nanoseconds: .max))
+        _ = towardsHeadUnit.arrivals(upTo: LinkInstant(nanoseconds: .max))
+        serve(headUnitCore.handle(.transportClosed("cable unplugged"), now: now), at: .accessory)
+        serve(phoneCore.handle(.transportClosed("cable unplugged"), now: now), at: .device)
     }
 
     /// A head-unit action, run now; its messages go out at once.
     public mutating func headUnitDoes(_ what: String, _ action: (inout HeadUnitMediaRole, LinkInstant) -> [HeadUnitMediaRole.Output]) {
         note("head unit", what)
-        let outputs = headUnitConnection.headUnitDoes(now: link.now, action)
-        serve(outputs, at: .accessory)
+        serve(headUnitCore.act(now: now) { connection, now in connection.headUnitDoes(now: now, action) }, at: .accessory)
     }
 
     /// A change on the phone side (the app updating its command set, say).
     public mutating func phoneDoes(_ what: String, _ action: (inout PhoneMediaRole, SampleApp, LinkInstant) -> [PhoneMediaRole.Output]) {
         note("phone", what)
-        app.setTime(link.now)
         let app = self.app
-        let outputs = phoneConnection.phoneDoes(now: link.now) { phone, now in action(&phone, app, now) }
-        serve(outputs, at: .device)
+        serve(phoneCore.act(now: now) { connection, now in connection.phoneDoes(now: now) { phone, now in action(&phone, app, now) } }, at: .device)
     }
 
     /// A message from an end behind its core's back, as a peer that does
     /// not follow the rules would send it.
     public mutating func inject(_ message: ControlMessage, from role: LinkRole) {
         note(role == .device ? "phone" : "head unit", "sends \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))") behind its core's back")
-        guard let bytes = try? message.encoded() else { return }
-        sendControl(bytes, from: role)
+        guard let bytes = try? message.encoded(), let session = controlSession(role) else { return }
+        sentMessageIDs[role, default: []].append(message.id)
+        sendRaw(bytes, session: session, from: role)
     }
 
-    /// Advances virtual time, moving bytes between the two ends, until
-    /// `limit` has passed or `done` holds. Returns whether `done` held.
+    /// Bytes on a session of one end behind its session's back.
+    public mutating func sendRaw(_ bytes: [UInt8], session: UInt8, from role: LinkRole) {
+        if role == .device {
+            serve(phoneCore.handle(.sendRaw(session: session, bytes), now: now), at: .device)
+        } else {
+            serve(headUnitCore.handle(.sendRaw(session: session, bytes), now: now), at: .accessory)
+        }
+    }
+
+    /// Advances virtual time, moving bytes between the two ends and ticking
+    /// them at their deadlines, until `limit` has passed or `done` holds
+    /// (looked at every simulated millisecond). Returns whether `done` held.
     @discardableResult
     public mutating func run(for limit: Duration, until done: (MediaSimulator) -> Bool = { _ in false }) -> Bool {
-        let end = link.now + limit
-        var rounds = 0
-        var instant = link.now
-        while link.now < end {
+        let end = now + limit
+        while now < end {
             if done(self) { return true }
-            if budgetFailure != nil { return false }
-            if link.now > instant {
-                instant = link.now
-                rounds = 0
+            guard budgetFailure == nil else {
+                now = end
+                return done(self)
             }
-            rounds += 1
-            if rounds > roundsPerInstantBudget {
-                mediaBudgetFailure = "virtual time stopped at \(link.now.nanoseconds / 1_000_000) ms: \(roundsPerInstantBudget) rounds without it advancing"
-                    + " (phone deadline \(phoneConnection.nextDeadline.map { "\($0)" } ?? "none"), head-unit deadline \(headUnitConnection.nextDeadline.map { "\($0)" } ?? "none"))"
-                note("simulator", mediaBudgetFailure ?? "")
-                return false
-            }
-            var step = link.now + .milliseconds(1)
-            for deadline in [phoneConnection.nextDeadline, headUnitConnection.nextDeadline].compactMap({ $0 }) where deadline < step {
-                step = max(deadline, link.now)
-            }
-            link.run(until: min(step, end))
-            // The app's command handlers act at the app's time: a stale clock
-            // would date a pause or a track change back to the last load.
-            app.setTime(link.now)
-            processLink()
-            if let deadline = phoneConnection.nextDeadline, deadline <= link.now { serve(phoneConnection.tick(now: link.now), at: .device) }
-            if let deadline = headUnitConnection.nextDeadline, deadline <= link.now { serve(headUnitConnection.tick(now: link.now), at: .accessory) }
+            advance(until: min(now + .milliseconds(1), end))
         }
         return done(self)
     }
 
     // MARK: Plumbing
 
-    /// Link events and delivered bytes since the last look, handed to the cores.
-    private mutating func processLink() {
-        let records = link.records
-        while seenRecords < records.count {
-            let record = records[seenRecords]
-            seenRecords += 1
-            switch record.event {
-            case .up(let negotiated):
-                serve(record.role == .device ? phoneConnection.linkUp(negotiated, now: link.now) : headUnitConnection.linkUp(negotiated, now: link.now),
-                      at: record.role)
-            case .down(let reason):
-                note(record.role == .device ? "phone" : "head unit", "link down: \(reason)")
-                // Whatever this connection left half-delivered is stale for the next.
-                skipDeliveries(of: record.role)
-                serve(record.role == .device ? phoneConnection.linkDown(now: link.now) : headUnitConnection.linkDown(now: link.now), at: record.role)
-            default:
+    /// Everything that happens up to `limit`, in time order: bytes arriving
+    /// over the wire, the ends' deadlines.
+    private mutating func advance(until limit: LinkInstant) {
+        while budgetFailure == nil {
+            let candidates = [phoneCore.nextDeadline, headUnitCore.nextDeadline, towardsPhone.nextArrival, towardsHeadUnit.nextArrival].compactMap { $0 }
+            guard let next = candidates.min(), next <= limit else {
+                now = max(now, limit)
+                return
+            }
+            if steps >= stepBudget {
+                fail("the simulation ran out of its step budget (\(stepBudget) steps) at \(now.nanoseconds / 1_000_000) ms of virtual time")
                 break
             }
-        }
-        for role in [LinkRole.device, .accessory] {
-            let isUp = role == .device ? link.device.isUp : link.accessory.isUp
-            let deliveries = link.deliveries[role] ?? [:]
-            for session in deliveries.keys.sorted() {
-                let datagrams = deliveries[session] ?? []
-                let seen = seenDeliveries[role]?[session] ?? 0
-                guard datagrams.count > seen else { continue }
-                seenDeliveries[role, default: [:]][session] = datagrams.count
-                guard isUp else { continue }
-                for bytes in datagrams[seen...] {
-                    serve(role == .device ? phoneConnection.received(session: session, bytes, now: link.now)
-                                          : headUnitConnection.received(session: session, bytes, now: link.now), at: role)
-                }
+            if next > now { stepsAtInstant = 0 }
+            stepsAtInstant += 1
+            if stepsAtInstant > roundsPerInstantBudget {
+                fail("virtual time stopped at \(now.nanoseconds / 1_000_000) ms: \(roundsPerInstantBudget) rounds without it advancing"
+                     + " (phone deadline \(phoneCore.nextDeadline.map { "\($0)" } ?? "none"), head-unit deadline \(headUnitCore.nextDeadline.map { "\($0)" } ?? "none"))")
+                break
             }
+            steps += 1
+            now = max(now, next)
+            for bytes in towardsPhone.arrivals(upTo: now) { serve(phoneCore.handle(.received(bytes), now: now), at: .device) }
+            for bytes in towardsHeadUnit.arrivals(upTo: now) { serve(headUnitCore.handle(.received(bytes), now: now), at: .accessory) }
+            if let deadline = phoneCore.nextDeadline, deadline <= now { serve(phoneCore.handle(.tick, now: now), at: .device) }
+            if let deadline = headUnitCore.nextDeadline, deadline <= now { serve(headUnitCore.handle(.tick, now: now), at: .accessory) }
         }
+        now = max(now, limit)
     }
 
-    private mutating func skipDeliveries(of role: LinkRole) {
-        for (session, datagrams) in link.deliveries[role] ?? [:] { seenDeliveries[role, default: [:]][session] = datagrams.count }
-    }
-
-    /// A core's outputs: bytes onto the simulated link, events into the
-    /// transcript, the edge's answers back into the core.
-    private mutating func serve(_ outputs: [Connection.Output], at role: LinkRole) {
-        var sends: [(UInt8, [UInt8])] = []
-        var events: [Connection.Event] = []
-        if role == .device {
-            edge.serve(outputs, &phoneConnection, now: link.now, send: { sends.append(($0, $1)) }, event: { events.append($0) })
-        } else {
-            edge.serve(outputs, &headUnitConnection, now: link.now, send: { sends.append(($0, $1)) }, event: { events.append($0) })
-        }
-        let who = role == .device ? "phone" : "head unit"
-        for event in events { record(event, who: who, role: role) }
-        for (session, bytes) in sends {
-            if session == controlSession(role) {
-                sendControl(bytes, from: role)
-            } else {
-                send(bytes, session: session, from: role)
-            }
-        }
+    private mutating func fail(_ reason: String) {
+        budgetFailure = reason
+        note("simulator", reason)
     }
 
     private func controlSession(_ role: LinkRole) -> UInt8? {
-        (role == .device ? link.device.negotiated : link.accessory.negotiated)?.sessions.first { $0.type == .control }?.id
+        (role == .device ? phoneCore : headUnitCore).link.negotiated?.sessions.first { $0.type == .control }?.id
     }
 
-    /// Control-session bytes: recorded as message ids, withheld ones dropped.
-    private mutating func sendControl(_ bytes: [UInt8], from role: LinkRole) {
-        guard let session = controlSession(role) else { return }
-        var decoder = sentDecoders[role] ?? ControlMessageDecoder()
-        decoder.append(bytes)
-        var ids: [UInt16] = []
-        while let event = decoder.next() {
-            if case .message(let message, _) = event { ids.append(message.id) }
+    /// A core's outputs: the edge's answers back in, bytes onto the wire,
+    /// everything else into the records and the transcript.
+    private mutating func serve(_ outputs: [EndpointCore.Output], at role: LinkRole) {
+        var passed: [EndpointCore.Output] = []
+        if role == .device {
+            edge.serve(outputs, &phoneCore, now: now) { passed.append($0) }
+        } else {
+            edge.serve(outputs, &headUnitCore, now: now) { passed.append($0) }
         }
-        sentDecoders[role] = decoder
-        if let id = ids.first, withheld[role]?.contains(id) == true { return }
-        sentMessageIDs[role, default: []] += ids
-        send(bytes, session: session, from: role)
-    }
-
-    private mutating func send(_ bytes: [UInt8], session: UInt8, from role: LinkRole) {
-        do {
-            try link.send(bytes, session: session, from: role)
-        } catch {
-            note(role == .device ? "phone" : "head unit", "cannot send \(bytes.count) bytes on session \(session): \(error)")
+        let who = role == .device ? "phone" : "head unit"
+        for output in passed {
+            switch output {
+            case .write(let bytes):
+                wireLog.append((now, role, bytes))
+                if role == .device { towardsHeadUnit.write(bytes, now: now) } else { towardsPhone.write(bytes, now: now) }
+            case .link(let event):
+                linkRecords.append(LinkRecord(time: now, role: role, event: event))
+                if case .down(let reason) = event { note(who, "link down: \(reason)") }
+            case .event(let event): record(event, who: who, role: role)
+            case .sentMessage(let id): sentMessageIDs[role, default: []].append(id)
+            case .legacyEvent(let event): note(who, "iAP1: \(event)")
+            case .log(_, let line): note(who, line)
+            case .authenticator, .verify, .legacyVerify, .load, .legacyLoad, .pausePlayback: break // answered by the edge
+            }
         }
     }
 
@@ -256,7 +266,7 @@ public struct MediaSimulator: Sendable {
         case .accessoryCertificate: break // the core logs it with its summary
         case .media(let media):
             headUnitEvents.append(media)
-            note(who, MediaEventText.describe(media, headUnit: headUnit, now: link.now))
+            note(who, MediaEventText.describe(media, headUnit: headUnit, now: now))
         case .fileReceived(let id, let bytes): transfers[id] = bytes
         case .unhandled(let message): note(who, "received \(MessageCatalog.name(of: message.id) ?? "message 0x\(String(message.id, radix: 16))")")
         case .log(let line): note(who, line)

@@ -45,7 +45,7 @@ extension ConformanceCase {
         for step in steps {
             var sim = s.startSession()
             sim.withheld[.accessory] = [step.withheld]
-            sim.link.start()
+            sim.start()
             sim.run(for: .seconds(9))
             s.expect(!stages(sim.phoneSessionEvents).contains { if case .failed = $0 { true } else { false } },
                      "withholding \(names([step.withheld])): the phone gave up before its 10 s step timeout")
@@ -66,7 +66,7 @@ extension ConformanceCase {
         var incomplete = AccessoryIdentity.devKitHeadUnit
         incomplete.supportedLanguages = []
         var sim = s.startSession(headUnit: Connection.Configuration(role: .headUnit, identity: incomplete))
-        sim.link.start()
+        sim.start()
         sim.run(for: .seconds(2))
         let phone = sim.sentMessageIDs[.device] ?? []
         s.expect(phone.last == MessageID.identificationRejected, "the phone did not reject the incomplete identification: \(names(phone))")
@@ -103,7 +103,7 @@ extension Scenario {
     /// A session simulation for this case's seed.
     func startSession(headUnit: Connection.Configuration = .init(role: .headUnit)) -> MediaSimulator {
         var sim = MediaSimulator(seed: seed, headUnit: headUnit)
-        sim.link.stepBudget = stepBudget
+        sim.stepBudget = stepBudget
         return sim
     }
 
@@ -112,7 +112,7 @@ extension Scenario {
     mutating func runAuthenticatorFault(_ fault: VirtualTimeEdge.AuthenticatorFault, expecting expected: [UInt16], reason: String) {
         var sim = startSession()
         sim.edge.fault = fault
-        sim.link.start()
+        sim.start()
         sim.run(for: .seconds(5))
         expectAuthenticationFailed(sim, after: expected, reason: reason)
         session = sim

@@ -1,4 +1,5 @@
 import IAPDemo
+import IAPEndpointCore
 import IAPAuthentication
 import IAPLink
 import IAPRoles
@@ -38,27 +39,31 @@ public struct VirtualTimeEdge: Sendable {
         self.app = app
     }
 
-    /// Hands a core's outputs on: bytes to `send`, events to `event`, and
-    /// answers the edge's requests (authenticator, verifier, the app) back
-    /// into the core until nothing is left to answer.
-    public func serve(_ outputs: [Connection.Output], _ connection: inout Connection, now: LinkInstant,
-                      send: (UInt8, [UInt8]) -> Void, event: (Connection.Event) -> Void) {
+    /// Answers a core's requests at once (authenticator, verifier, the
+    /// app's content and pause) back into the core until nothing is left to
+    /// answer; every other output (writes, events, logs) goes to `pass`, in order.
+    public func serve(_ outputs: [EndpointCore.Output], _ core: inout EndpointCore, now: LinkInstant,
+                      pass: (EndpointCore.Output) -> Void) {
         var pending = outputs[...]
         while let output = pending.popFirst() {
             switch output {
-            case .send(let session, let bytes): send(session, bytes)
-            case .event(let happened): event(happened)
-            case .authenticator(let request):
+            case .authenticator(let request, let link):
                 guard let answer = authenticatorAnswer(request) else { continue }
-                pending += connection.authenticatorAnswered(answer, now: now)
-            case .verify(let request):
-                pending += connection.verified(verifier.answerWithoutChain(request), now: now)
+                pending += core.handle(.authenticatorAnswered(answer, link: link), now: now)
+            case .verify(let request, let link):
+                pending += core.handle(.verified(verifier.answerWithoutChain(request), link: link), now: now)
+            case .legacyVerify(let id, let request, let link):
+                pending += core.handle(.legacyVerified(id: id, verifier.answerWithoutChain(request), link: link), now: now)
             case .load(let token, let request):
-                app.setTime(now)
                 let (result, delay) = app.load(request, now: now)
-                pending += connection.complete(token: token, with: result, at: now + delay, now: now)
+                pending += core.handle(.loaded(token: token, result, readyAt: now + delay), now: now)
+            case .legacyLoad(let token, let request):
+                let (result, delay) = app.load(request, now: now)
+                pending += core.handle(.legacyLoaded(token: token, result, readyAt: now + delay), now: now)
             case .pausePlayback:
                 app.pause(at: now)
+            case .write, .link, .event, .legacyEvent, .sentMessage, .log:
+                pass(output)
             }
         }
     }
@@ -75,12 +80,16 @@ public struct VirtualTimeEdge: Sendable {
         }
     }
 
-    /// A phone core serving the sample app, its now playing read from it.
-    public func phoneConnection(_ configuration: Connection.Configuration = .init(role: .phone), feedback: Bool = false) -> Connection {
+    /// A phone's endpoint core over `link` serving the sample app, its now
+    /// playing read from it (and to an iAP1 head unit when `link` answers iAP1).
+    public func phoneCore(link: LinkConfiguration, _ configuration: Connection.Configuration = .init(role: .phone), feedback: Bool = false,
+                          coalescesWrites: Bool = true) -> EndpointCore {
         var commands = app.commandCenter()
         if feedback { app.registerFeedback(&commands) }
         let app = self.app
-        return Connection(configuration, phone: PhoneMediaRole(appName: app.appName, commands: commands, offersContent: true),
-                          nowPlaying: { now in app.nowPlaying(at: now) })
+        let connection = Connection(configuration, phone: PhoneMediaRole(appName: app.appName, commands: commands, offersContent: true),
+                                    nowPlaying: { now in app.nowPlaying(at: now) })
+        return EndpointCore(configuration: EndpointCore.Configuration(link: link, coalescesWrites: coalescesWrites), connection: connection, app: app,
+                            verifiesLegacy: configuration.authentication == .required)
     }
 }

@@ -114,17 +114,10 @@ public struct EndpointCore: Sendable {
         /// Whether one write may carry several link packets (a byte stream);
         /// off, each packet is its own write (a USB transfer, a datagram).
         public var coalescesWrites: Bool
-        /// Control messages this end never sends: a peer that leaves a step
-        /// out, for conformance cases.
-        public var withheldMessages: Set<UInt16>
-        /// Report each control message sent as `.sentMessage` (for checks).
-        public var recordsSentMessages: Bool
 
-        public init(link: LinkConfiguration, coalescesWrites: Bool = true, withheldMessages: Set<UInt16> = [], recordsSentMessages: Bool = false) {
+        public init(link: LinkConfiguration, coalescesWrites: Bool = true) {
             self.link = link
             self.coalescesWrites = coalescesWrites
-            self.withheldMessages = withheldMessages
-            self.recordsSentMessages = recordsSentMessages
         }
     }
 
@@ -148,6 +141,11 @@ public struct EndpointCore: Sendable {
     /// not taken them), as the edge last said: iAP1 has no window, so they
     /// are what bounds the legacy phone's answers.
     public var unwrittenBytes = 0
+    /// Control messages this end never sends: a peer that leaves a step
+    /// out, for conformance cases.
+    public var withheldMessages: Set<UInt16> = []
+    /// Report each control message sent as `.sentMessage` (for checks).
+    public var recordsSentMessages = false
 
     private var heldOutgoing: [ControlMessage] = []
     /// Sends the link's queue had no room for, per session, oldest first.
@@ -271,7 +269,20 @@ public struct EndpointCore: Sendable {
         case .sendRaw(let session, let bytes):
             send(bytes, session: session, now: now)
         }
-        // What plays, read after every input, as the session core reads it.
+        return finish(now: now)
+    }
+
+    /// Acts on the session now, as `.action` does, for a driver on one
+    /// thread whose action need not outlive the call (the simulators).
+    public mutating func act(now: LinkInstant, _ action: (inout Connection, LinkInstant) -> [Connection.Output]) -> [Output] {
+        app?.setTime(now)
+        perform(action(&connection, now), now: now)
+        return finish(now: now)
+    }
+
+    /// What plays, read after every input, as the session core reads it;
+    /// then this input's outputs.
+    private mutating func finish(now: LinkInstant) -> [Output] {
         if let app, legacy?.isIdentified == true {
             performLegacy(legacy?.setNowPlaying(app.nowPlaying(at: now), now: now) ?? [], now: now)
         }
@@ -416,10 +427,10 @@ public struct EndpointCore: Sendable {
         for output in sessionOutputs {
             switch output {
             case .send(let session, let bytes):
-                if session == controlSession, !configuration.withheldMessages.isEmpty || configuration.recordsSentMessages,
+                if session == controlSession, !withheldMessages.isEmpty || recordsSentMessages,
                    let id = Self.messageID(bytes) {
-                    if configuration.withheldMessages.contains(id) { continue }
-                    if configuration.recordsSentMessages { outputs.append(.sentMessage(id)) }
+                    if withheldMessages.contains(id) { continue }
+                    if recordsSentMessages { outputs.append(.sentMessage(id)) }
                 }
                 send(bytes, session: session, now: now)
             case .event(let event): outputs.append(.event(event))

@@ -66,16 +66,16 @@ struct Demo: ParsableCommand {
                 output.line("[\(String(repeating: " ", count: max(0, 8 - seconds.count)))\(seconds) s] \(line.who): \(line.text)")
             }
             output.line("")
-            let log = simulation.link.wireLog
+            let log = simulation.wireLog
             let fromHeadUnit = log.filter { $0.role == .accessory }.count
             output.line("wire: \(fromHeadUnit) writes from the head unit, \(log.count - fromHeadUnit) from the phone, "
-                        + "\(simulation.link.outbound.dropped + simulation.link.inbound.dropped) lost on the way")
+                        + "\(simulation.towardsPhone.dropped + simulation.towardsHeadUnit.dropped) lost on the way")
         }
         output.line("final state:")
         for line in final.description.split(separator: "\n") { output.line("  " + line) }
         do {
             try writeTrace(simulation, to: traceFile)
-            output.line("trace: \(trace) (\(simulation.link.wireLog.count) transfers; read it with `iapctl decode \(trace)`)")
+            output.line("trace: \(trace) (\(simulation.wireLog.count) transfers; read it with `iapctl decode \(trace)`)")
         } catch {
             output.line("trace: not written: \(error)")
             output.flush()
@@ -90,7 +90,7 @@ struct Demo: ParsableCommand {
     func writeTrace(_ simulation: MediaSimulator, to fd: Int32) throws {
         var writer = UsbmonPcapngWriter()
         let epoch: Int64 = 1_763_700_000_000_000
-        for entry in simulation.link.wireLog {
+        for entry in simulation.wireLog {
             writer.bulkTransfer(device: 5, endpoint: entry.role == .accessory ? 0x01 : 0x81, data: entry.bytes,
                                 timestampMicroseconds: epoch + entry.time.nanoseconds / 1000)
         }

@@ -12,7 +12,7 @@ import IAPWire
         let connected = sim.connect()
         try #require(connected)
         // The start of a 65520-byte NowPlayingUpdate, then nothing more of it.
-        try sim.link.send([0x40, 0x40, 0xFF, 0xF0, 0x50, 0x01, 0x00, 0x10], session: 1, from: .device)
+        sim.sendRaw([0x40, 0x40, 0xFF, 0xF0, 0x50, 0x01, 0x00, 0x10], session: 1, from: .device)
         let before = sim.headUnitEvents.count
         // A request the phone answers: its answer is taken for the partial's continuation at first.
         sim.headUnitDoes("browse the root") { $0.openRoot(now: $1) }

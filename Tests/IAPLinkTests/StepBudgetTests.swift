@@ -66,7 +66,7 @@ import IAPTransport
 
     @Test func mediaSimulatorReportsEitherBudget() {
         var starved = MediaSimulator()
-        starved.link.stepBudget = 5
+        starved.stepBudget = 5
         let starvedUp = starved.connect(within: .seconds(60))
         #expect(!starvedUp)
         #expect(starved.budgetFailure?.contains("step budget (5 steps)") == true, "\(starved.budgetFailure ?? "no failure")")
