@@ -36,7 +36,7 @@ public struct ConformanceCase: Sendable {
         var scenario = Scenario(seed: seed, stepBudget: stepBudget)
         body(&scenario)
         if let failure = scenario.session?.budgetFailure ?? scenario.simulation.budgetFailure { scenario.failures.append(failure) }
-        let now = scenario.session?.now ?? scenario.simulation.now
+        let now = scenario.scriptedTime ?? scenario.session?.now ?? scenario.simulation.now
         return ConformanceResult(name: name, seed: seed, failures: scenario.failures, summary: scenario.notes.joined(separator: "; "),
                                  milliseconds: Int(now.nanoseconds / 1_000_000))
     }
@@ -48,6 +48,8 @@ struct Scenario: Sendable {
     var simulation: LinkSimulator
     /// Session-level cases run the whole session over their own simulated link.
     var session: MediaSimulator?
+    /// Where a case against a scripted peer (`ScriptedPeer`) left virtual time.
+    var scriptedTime: LinkInstant?
     var failures: [String] = []
     var notes: [String] = []
 
