@@ -27,7 +27,9 @@ extension ConformanceCase {
         let stations = peer.ask(4, 0x0018, [0x05], answer: (4, 0x0019))
         s.expect(stations.map { $0.data != [0, 0, 0, 0] } == true, "the radio's stations counted as \(stations.map(String.init(describing:)) ?? "nothing")")
         // PlayCurrentSelection: the app takes 20 ms (its own stated delay), kept in virtual time.
+        let asked = peer.now
         let played = peer.ask(4, 0x0028, [0, 0, 0, 0], answer: (4, 0x0001))
+        s.expect(peer.now - asked >= .milliseconds(20), "PlayCurrentSelection was answered \((peer.now - asked).wholeMillisecondsText) after it was asked, before the app's 20 ms")
         s.expect(played?.data == [0x00, 0x00, 0x28], "PlayCurrentSelection was answered with \(played.map(String.init(describing:)) ?? "nothing")")
         let status = peer.ask(4, 0x001C, answer: (4, 0x001D))
         s.expect(status?.data.last == 1, "GetPlayStatus says \(status.map(String.init(describing:)) ?? "nothing"), not playing")
