@@ -85,7 +85,7 @@ let package = Package(
         // Hotplug: udev events read, devices matched, and the supervisor that
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
-        .target(name: "IAPHotplug", dependencies: ["IAPLink"]),
+        .target(name: "IAPHotplug", dependencies: ["IAPLink", "IAPWire"]),
         // libedit, for the interactive head-unit shell only (line editing,
         // history, completion).
         .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),

@@ -1,3 +1,5 @@
+import IAPWire
+
 /// A USB device's descriptors as the kernel keeps them: the device descriptor
 /// followed by every configuration with its interfaces and endpoints (the
 /// sysfs `descriptors` file, the same bytes usbfs hands to libusb). Parsed
@@ -25,7 +27,7 @@ public struct USBDescriptors: Hashable, Sendable {
         public var reportDescriptorLength: Int?
 
         /// The iAP interface: vendor specific class 0xFF, subclass 0xF0, protocol 0x00.
-        public var isIAP: Bool { interfaceClass == 0xFF && subclass == 0xF0 && interfaceProtocol == 0x00 }
+        public var isIAP: Bool { IAPBulkInterface.matches(class: interfaceClass, subclass: subclass, protocol: interfaceProtocol) }
         public var isHID: Bool { interfaceClass == 0x03 }
         public var bulkIn: Endpoint? { endpoints.first { $0.isBulk && $0.isIn } }
         public var bulkOut: Endpoint? { endpoints.first { $0.isBulk && !$0.isIn } }

@@ -363,7 +363,7 @@ public struct TraceDecoder {
                         parameters = try Parameter.list(decoding: body)
                     } catch {
                         // Only if IAPWire's rules for a parameter list grow
-                        // stricter than the framer's walk: report it as malformed.
+                        // stricter than the framer's check: report it as malformed.
                         output(malformedMessage(id: id, offset: offset, length: length, session: session, error: error, context: context),
                                state: &state, emit: emit)
                         continue
@@ -377,10 +377,13 @@ public struct TraceDecoder {
                     }
                 }
                 output(context.event(.message(info), offset: offset, base: .session(session)), state: &state, emit: emit)
-            case .malformed(let id, let offset, let length, let body):
-                var error = WireError(.badLength, "its parameters do not fill it")
-                do { _ = try Parameter.list(decoding: body) } catch let found { error = found }
+            case .malformed(let id, let offset, let length, let error):
                 output(malformedMessage(id: id, offset: offset, length: length, session: session, error: error, context: context),
+                       state: &state, emit: emit)
+            case .oversized(let id, let offset, let length):
+                // Never at the framer's default maximum, which no 16-bit length exceeds.
+                output(malformedMessage(id: id, offset: offset, length: length, session: session,
+                                        error: WireError(.badLength, "longer than \(ControlMessage.maximumLength) bytes"), context: context),
                        state: &state, emit: emit)
             case .skipped(let skip):
                 output(context.event(.skipped(SkippedInfo(count: skip.count, reason: skip.reason.rawValue, detail: "session \(session) stream")), offset: skip.offset,

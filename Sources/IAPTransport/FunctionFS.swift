@@ -17,10 +17,6 @@ import SystemPackage
 /// descriptors per speed, then the descriptors of each speed. Strings are a
 /// separate block (magic 2) with one language, US English.
 public enum FunctionFSDescriptors {
-    public static let interfaceClass: UInt8 = 0xFF
-    public static let interfaceSubclass: UInt8 = 0xF0
-    public static let interfaceProtocol: UInt8 = 0x00
-    public static let interfaceName = "iAP Interface"
 
     enum Magic {
         static let descriptorsV2: UInt32 = 3
@@ -44,7 +40,7 @@ public enum FunctionFSDescriptors {
     /// ep1 and ep2 in that order.
     public static var descriptors: [UInt8] {
         func interface() -> [UInt8] {
-            [9, 4, 0, 0, 2, interfaceClass, interfaceSubclass, interfaceProtocol, 1]
+            [9, 4, 0, 0, 2, IAPBulkInterface.interfaceClass, IAPBulkInterface.interfaceSubclass, IAPBulkInterface.interfaceProtocol, 1]
         }
         func endpoint(_ address: UInt8, _ packet: UInt16) -> [UInt8] {
             [7, 5, address, 2, UInt8(packet & 0xFF), UInt8(packet >> 8), 0]
@@ -124,7 +120,7 @@ public enum FunctionFSDescriptors {
 
     /// The strings block: the interface's name in US English.
     public static var strings: [UInt8] {
-        let text = Array(interfaceName.utf8) + [0]
+        let text = Array(IAPBulkInterface.name.utf8) + [0]
         var block: [UInt8] = []
         block.appendLE32(Magic.strings)
         block.appendLE32(UInt32(16 + 2 + text.count))

@@ -1,6 +1,9 @@
-/// Reassembles control-session messages from a session's byte stream: one
-/// message may span several link packets, and one packet may hold the end of
-/// one message and the start of the next.
+/// Finds control-session messages in a session's byte stream: one message
+/// may span several link packets, and one packet may hold the end of one
+/// message and the start of the next. It decodes no parameters (a message
+/// is its id and where its bytes lie, its parameter list checked in place),
+/// so a trace can count messages without allocating; `ControlMessageDecoder`
+/// is this framer with each message decoded.
 ///
 /// A candidate must start with `40 40`, claim a length within the maximum and
 /// hold a parameter list that fills that length exactly. A candidate whose
@@ -14,7 +17,7 @@
 /// decides it will never complete (it has waited too long) calls
 /// `abandonPendingMessage()` and the decoder reports its bytes as truncated
 /// and resynchronises on the bytes after its first.
-public struct ControlMessageDecoder: Sendable {
+public struct ControlMessageFramer: Sendable {
     public enum SkipReason: String, Hashable, Sendable {
         case garbage
         case badLength = "bad_length"
@@ -30,7 +33,9 @@ public struct ControlMessageDecoder: Sendable {
     }
 
     public enum Event: Hashable, Sendable {
-        case message(ControlMessage, offset: Int)
+        /// A whole message: its id, where it lies, and its parameter bytes
+        /// (valid until the next `append`; a well-formed parameter list).
+        case message(id: UInt16, offset: Int, length: Int, body: ArraySlice<UInt8>)
         case malformed(id: UInt16, offset: Int, length: Int, error: WireError)
         /// A header declaring more than `maximumMessageLength` bytes: it can
         /// never be accepted. Reported as soon as its header has arrived
@@ -70,12 +75,21 @@ public struct ControlMessageDecoder: Sendable {
     public var bufferedByteCount: Int { buffer.count - start }
 
     public mutating func append(_ bytes: some Sequence<UInt8>) {
-        if start > 0 {
-            buffer.removeSubrange(0..<start)
-            bufferOffset += start
-            start = 0
-        }
+        compact()
         buffer.append(contentsOf: bytes)
+    }
+
+    /// The same for a slice, without going through a generic sequence.
+    public mutating func append(_ bytes: ArraySlice<UInt8>) {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    private mutating func compact() {
+        guard start > 0 else { return }
+        buffer.removeSubrange(0..<start)
+        bufferOffset += start
+        start = 0
     }
 
     public mutating func finish() { finished = true }
@@ -147,13 +161,10 @@ public struct ControlMessageDecoder: Sendable {
                         }
                         let body = buffer[start + ControlMessage.headerLength..<start + length]
                         do {
-                            // Checked in place, then given a buffer of its own (one
-                            // allocation): views into the stream's buffer would keep
-                            // it alive and make it copy itself on the next append.
+                            // Checked in place, without copying.
                             _ = try ParameterList(validating: buffer, in: body.indices)
-                            let parameters = ParameterList(wellFormed: Array(body))
                             start += length
-                            return .message(ControlMessage(id: id, parameters: parameters), offset: absolute)
+                            return .message(id: id, offset: absolute, length: length, body: body)
                         } catch {
                             start += ControlMessage.headerLength
                             if absolute + length > suspectEnd || suspectReason != .truncated {
@@ -187,5 +198,49 @@ public struct ControlMessageDecoder: Sendable {
         var index = start + 1
         while index < limit, buffer[index] != 0x40 { index += 1 }
         return (index - start, inSuspect ? suspectReason : .garbage)
+    }
+}
+
+/// Reassembles control-session messages from a session's byte stream:
+/// `ControlMessageFramer`, each message whole given a buffer of its own.
+public struct ControlMessageDecoder: Sendable {
+    public typealias SkipReason = ControlMessageFramer.SkipReason
+    public typealias Skipped = ControlMessageFramer.Skipped
+    public typealias PendingMessage = ControlMessageFramer.PendingMessage
+
+    public enum Event: Hashable, Sendable {
+        case message(ControlMessage, offset: Int)
+        case malformed(id: UInt16, offset: Int, length: Int, error: WireError)
+        /// A header declaring more than `maximumMessageLength` bytes (see `ControlMessageFramer.Event.oversized`).
+        case oversized(id: UInt16, offset: Int, length: Int)
+        case skipped(Skipped)
+    }
+
+    private var framer: ControlMessageFramer
+
+    public init(maximumMessageLength: Int = ControlMessage.maximumLength) {
+        framer = ControlMessageFramer(maximumMessageLength: maximumMessageLength)
+    }
+
+    public var maximumMessageLength: Int { framer.maximumMessageLength }
+    public var bufferedByteCount: Int { framer.bufferedByteCount }
+    public var pendingMessage: PendingMessage? { framer.pendingMessage }
+
+    public mutating func append(_ bytes: some Sequence<UInt8>) { framer.append(bytes) }
+    public mutating func append(_ bytes: ArraySlice<UInt8>) { framer.append(bytes) }
+    public mutating func finish() { framer.finish() }
+    public mutating func abandonPendingMessage() { framer.abandonPendingMessage() }
+
+    public mutating func next() -> Event? {
+        switch framer.next() {
+        case nil: return nil
+        case .message(let id, let offset, _, let body)?:
+            // A buffer of its own (one allocation): views into the stream's
+            // buffer would keep it alive and make it copy itself on the next append.
+            return .message(ControlMessage(id: id, parameters: ParameterList(wellFormed: Array(body))), offset: offset)
+        case .malformed(let id, let offset, let length, let error)?: return .malformed(id: id, offset: offset, length: length, error: error)
+        case .oversized(let id, let offset, let length)?: return .oversized(id: id, offset: offset, length: length)
+        case .skipped(let skip)?: return .skipped(skip)
+        }
     }
 }

@@ -31,7 +31,8 @@ public struct IAP1Packet: Hashable, Sendable {
     public static func isIdentification(_ payload: some Collection<UInt8>) -> Bool {
         let bytes = Array(payload.prefix(2))
         guard bytes.count == 2, bytes[0] == generalLingo else { return false }
-        return bytes[1] == 0x01 || bytes[1] == 0x13 || bytes[1] == 0x38
+        let command = UInt16(bytes[1])
+        return command == IAP1General.identify || command == IAP1General.identifyDeviceLingoes || command == IAP1General.startIDPS
     }
 
     public var payload: [UInt8] {
@@ -128,9 +129,9 @@ public struct IAP1TransactionTracker: Hashable, Sendable {
         let command = width == 2 ? UInt16(bytes[1]) << 8 | UInt16(bytes[2]) : UInt16(bytes[1])
         let dataLength = bytes.count - 1 - width
 
-        if lingo == IAP1Packet.generalLingo && (command == IAP1Catalog.startIDPS) {
+        if lingo == IAP1Packet.generalLingo && (command == IAP1General.startIDPS) {
             mode = dataLength >= 2 ? .present : mode
-        } else if lingo == IAP1Packet.generalLingo && command == IAP1Catalog.identifyDeviceLingoes {
+        } else if lingo == IAP1Packet.generalLingo && command == IAP1General.identifyDeviceLingoes {
             // Identification without IDPS: no transaction ids on this link.
             mode = .absent
         } else if mode == .unknown, let lengths = IAP1Catalog.fixedDataLengths[IAP1Catalog.key(lingo, command)] {
@@ -144,8 +145,6 @@ public struct IAP1TransactionTracker: Hashable, Sendable {
 
 /// Names of the iAP1 lingoes and commands that traces of head units show.
 public enum IAP1Catalog {
-    static let startIDPS: UInt16 = 0x38
-    static let identifyDeviceLingoes: UInt16 = 0x13
 
     static func key(_ lingo: UInt8, _ command: UInt16) -> UInt32 { UInt32(lingo) << 16 | UInt32(command) }
 
@@ -160,40 +159,40 @@ public enum IAP1Catalog {
     static let commandNames: [UInt32: String] = {
         var names: [UInt32: String] = [:]
         let general: [(UInt16, String)] = [
-            (0x00, "RequestIdentify"), (0x01, "Identify"), (0x02, "iPodAck"),
-            (0x03, "RequestRemoteUIMode"), (0x04, "ReturnRemoteUIMode"), (0x05, "EnterRemoteUIMode"), (0x06, "ExitRemoteUIMode"),
-            (0x07, "RequestiPodName"), (0x08, "ReturniPodName"), (0x09, "RequestiPodSoftwareVersion"),
-            (0x0A, "ReturniPodSoftwareVersion"), (0x0B, "RequestiPodSerialNum"), (0x0C, "ReturniPodSerialNum"),
-            (0x0D, "RequestiPodModelNum"), (0x0E, "ReturniPodModelNum"), (0x0F, "RequestLingoProtocolVersion"),
-            (0x10, "ReturnLingoProtocolVersion"), (0x11, "RequestTransportMaxPayloadSize"), (0x12, "ReturnTransportMaxPayloadSize"),
-            (0x13, "IdentifyDeviceLingoes"),
-            (0x14, "GetDevAuthenticationInfo"), (0x15, "RetDevAuthenticationInfo"), (0x16, "AckDevAuthenticationInfo"),
-            (0x17, "GetDevAuthenticationSignature"), (0x18, "RetDevAuthenticationSignature"), (0x19, "AckDevAuthenticationStatus"),
-            (0x24, "GetiPodOptions"), (0x25, "RetiPodOptions"), (0x29, "GetiPodPreferences"), (0x2A, "RetiPodPreferences"),
-            (0x38, "StartIDPS"), (0x39, "SetFIDTokenValues"), (0x3A, "RetFIDTokenValueACKs"),
-            (0x3B, "EndIDPS"), (0x3C, "IDPSStatus"), (0x4B, "GetiPodOptionsForLingo"), (0x4C, "RetiPodOptionsForLingo"),
-            (0x4F, "GetSupportedEventNotification"), (0x51, "RetSupportedEventNotification"),
+            (0x00, "RequestIdentify"), (IAP1General.identify, "Identify"), (IAP1General.ack, "iPodAck"),
+            (IAP1General.requestRemoteUIMode, "RequestRemoteUIMode"), (IAP1General.returnRemoteUIMode, "ReturnRemoteUIMode"), (IAP1General.enterRemoteUIMode, "EnterRemoteUIMode"), (IAP1General.exitRemoteUIMode, "ExitRemoteUIMode"),
+            (IAP1General.requestName, "RequestiPodName"), (IAP1General.returnName, "ReturniPodName"), (IAP1General.requestSoftwareVersion, "RequestiPodSoftwareVersion"),
+            (IAP1General.returnSoftwareVersion, "ReturniPodSoftwareVersion"), (IAP1General.requestSerialNumber, "RequestiPodSerialNum"), (IAP1General.returnSerialNumber, "ReturniPodSerialNum"),
+            (IAP1General.requestModelNumber, "RequestiPodModelNum"), (IAP1General.returnModelNumber, "ReturniPodModelNum"), (IAP1General.requestLingoProtocolVersion, "RequestLingoProtocolVersion"),
+            (IAP1General.returnLingoProtocolVersion, "ReturnLingoProtocolVersion"), (IAP1General.requestTransportMaxPayloadSize, "RequestTransportMaxPayloadSize"), (IAP1General.returnTransportMaxPayloadSize, "ReturnTransportMaxPayloadSize"),
+            (IAP1General.identifyDeviceLingoes, "IdentifyDeviceLingoes"),
+            (IAP1General.getDevAuthenticationInfo, "GetDevAuthenticationInfo"), (IAP1General.retDevAuthenticationInfo, "RetDevAuthenticationInfo"), (IAP1General.ackDevAuthenticationInfo, "AckDevAuthenticationInfo"),
+            (IAP1General.getDevAuthenticationSignature, "GetDevAuthenticationSignature"), (IAP1General.retDevAuthenticationSignature, "RetDevAuthenticationSignature"), (IAP1General.ackDevAuthenticationStatus, "AckDevAuthenticationStatus"),
+            (IAP1General.getOptions, "GetiPodOptions"), (IAP1General.returnOptions, "RetiPodOptions"), (IAP1General.getPreferences, "GetiPodPreferences"), (IAP1General.retPreferences, "RetiPodPreferences"),
+            (IAP1General.startIDPS, "StartIDPS"), (IAP1General.setFIDTokenValues, "SetFIDTokenValues"), (IAP1General.retFIDTokenValueAcks, "RetFIDTokenValueACKs"),
+            (IAP1General.endIDPS, "EndIDPS"), (IAP1General.idpsStatus, "IDPSStatus"), (IAP1General.getOptionsForLingo, "GetiPodOptionsForLingo"), (IAP1General.retOptionsForLingo, "RetiPodOptionsForLingo"),
+            (IAP1General.getSupportedEventNotification, "GetSupportedEventNotification"), (IAP1General.retSupportedEventNotification, "RetSupportedEventNotification"),
             (0xEE, "iAP2Detect"),
         ]
         let extended: [(UInt16, String)] = [
-            (0x0001, "ACK"),
-            (0x0002, "GetCurrentPlayingTrackChapterInfo"), (0x0003, "ReturnCurrentPlayingTrackChapterInfo"),
-            (0x0012, "RequestProtocolVersion"), (0x0013, "ReturnProtocolVersion"),
-            (0x0014, "RequestiPodName"), (0x0015, "ReturniPodName"),
-            (0x0016, "ResetDBSelection"), (0x0017, "SelectDBRecord"),
-            (0x0018, "GetNumberCategorizedDBRecords"), (0x0019, "ReturnNumberCategorizedDBRecords"),
-            (0x001A, "RetrieveCategorizedDatabaseRecords"), (0x001B, "ReturnCategorizedDatabaseRecord"),
-            (0x001C, "GetPlayStatus"), (0x001D, "ReturnPlayStatus"),
-            (0x001E, "GetCurrentPlayingTrackIndex"), (0x001F, "ReturnCurrentPlayingTrackIndex"),
-            (0x0020, "GetIndexedPlayingTrackTitle"), (0x0021, "ReturnIndexedPlayingTrackTitle"),
-            (0x0022, "GetIndexedPlayingTrackArtistName"), (0x0023, "ReturnIndexedPlayingTrackArtistName"),
-            (0x0024, "GetIndexedPlayingTrackAlbumName"), (0x0025, "ReturnIndexedPlayingTrackAlbumName"),
-            (0x0026, "SetPlayStatusChangeNotification"), (0x0027, "PlayStatusChangeNotification"),
-            (0x0028, "PlayCurrentSelection"), (0x0029, "PlayControl"),
-            (0x002C, "GetShuffle"), (0x002D, "ReturnShuffle"), (0x002E, "SetShuffle"),
-            (0x002F, "GetRepeat"), (0x0030, "ReturnRepeat"), (0x0031, "SetRepeat"),
-            (0x0035, "GetNumPlayingTracks"), (0x0036, "ReturnNumPlayingTracks"),
-            (0x0037, "SetCurrentPlayingTrack"), (0x0038, "SelectSortDBRecord"), (0x003B, "ResetDBSelectionHierarchy"),
+            (IAP1Extended.ack, "ACK"),
+            (IAP1Extended.getChapterInfo, "GetCurrentPlayingTrackChapterInfo"), (IAP1Extended.returnChapterInfo, "ReturnCurrentPlayingTrackChapterInfo"),
+            (IAP1Extended.requestProtocolVersion, "RequestProtocolVersion"), (IAP1Extended.returnProtocolVersion, "ReturnProtocolVersion"),
+            (IAP1Extended.requestName, "RequestiPodName"), (IAP1Extended.returnName, "ReturniPodName"),
+            (IAP1Extended.resetDBSelection, "ResetDBSelection"), (IAP1Extended.selectDBRecord, "SelectDBRecord"),
+            (IAP1Extended.getNumberCategorizedDBRecords, "GetNumberCategorizedDBRecords"), (IAP1Extended.returnNumberCategorizedDBRecords, "ReturnNumberCategorizedDBRecords"),
+            (IAP1Extended.retrieveCategorizedDatabaseRecords, "RetrieveCategorizedDatabaseRecords"), (IAP1Extended.returnCategorizedDatabaseRecord, "ReturnCategorizedDatabaseRecord"),
+            (IAP1Extended.getPlayStatus, "GetPlayStatus"), (IAP1Extended.returnPlayStatus, "ReturnPlayStatus"),
+            (IAP1Extended.getCurrentPlayingTrackIndex, "GetCurrentPlayingTrackIndex"), (IAP1Extended.returnCurrentPlayingTrackIndex, "ReturnCurrentPlayingTrackIndex"),
+            (IAP1Extended.getIndexedPlayingTrackTitle, "GetIndexedPlayingTrackTitle"), (0x0021, "ReturnIndexedPlayingTrackTitle"),
+            (IAP1Extended.getIndexedPlayingTrackArtist, "GetIndexedPlayingTrackArtistName"), (0x0023, "ReturnIndexedPlayingTrackArtistName"),
+            (IAP1Extended.getIndexedPlayingTrackAlbum, "GetIndexedPlayingTrackAlbumName"), (0x0025, "ReturnIndexedPlayingTrackAlbumName"),
+            (IAP1Extended.setPlayStatusChangeNotification, "SetPlayStatusChangeNotification"), (IAP1Extended.playStatusChangeNotification, "PlayStatusChangeNotification"),
+            (IAP1Extended.playCurrentSelection, "PlayCurrentSelection"), (IAP1Extended.playControl, "PlayControl"),
+            (IAP1Extended.getShuffle, "GetShuffle"), (IAP1Extended.returnShuffle, "ReturnShuffle"), (IAP1Extended.setShuffle, "SetShuffle"),
+            (IAP1Extended.getRepeat, "GetRepeat"), (IAP1Extended.returnRepeat, "ReturnRepeat"), (IAP1Extended.setRepeat, "SetRepeat"),
+            (IAP1Extended.getNumPlayingTracks, "GetNumPlayingTracks"), (IAP1Extended.returnNumPlayingTracks, "ReturnNumPlayingTracks"),
+            (IAP1Extended.setCurrentPlayingTrack, "SetCurrentPlayingTrack"), (IAP1Extended.selectSortDBRecord, "SelectSortDBRecord"), (IAP1Extended.resetDBSelectionHierarchy, "ResetDBSelectionHierarchy"),
         ]
         for (command, name) in general { names[key(0x00, command)] = name }
         for (command, name) in extended { names[key(0x04, command)] = name }
