@@ -171,9 +171,9 @@ public struct EndpointCore: Sendable {
     ///   - connection: the session core, made for this end's role.
     ///   - app: the phone's app (its now playing, commands; its loads leave
     ///     as outputs); nil for a head unit or a phone that serves nothing.
-    ///   - servesLegacy: a phone answers a head unit that speaks only iAP1
-    ///     from the same app (needs an app, and `answersIAP1` on the link).
-    ///   - verifiesLegacy: the legacy phone authenticates the head unit.
+    ///   - verifiesLegacy: the legacy phone authenticates the head unit. A
+    ///     device end with an app whose link answers iAP1 (`answersIAP1`)
+    ///     serves a head unit that speaks only iAP1 from the same app.
     public init(configuration: Configuration, connection: Connection, app: (any MediaApp)?, verifiesLegacy: Bool = false) {
         self.configuration = configuration
         self.app = app
