@@ -1,6 +1,7 @@
 // swift-tools-version:5.4
-// Fuzz entry points for the wire and trace decoders, the link end and the
-// session above it (two connection cores); see ../Docs/Fuzzing.md
+// Fuzz entry points for the wire and trace decoders, the link end, the
+// session above it (two connection cores) and the endpoint core that holds
+// them both (two endpoint cores); see ../Docs/Fuzzing.md
 // and ../scripts/fuzz.sh.
 //
 // Each executable defines LLVMFuzzerTestOneInput and takes main() from
@@ -54,6 +55,18 @@ let package = Package(
                 .product(name: "IAPRoles", package: "iap-devkit"),
                 .product(name: "IAPSession", package: "iap-devkit"),
                 .product(name: "IAPLegacy", package: "iap-devkit"),
+            ]
+        ),
+        .executableTarget(
+            name: "FuzzEndpoint",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "IAPWire", package: "iap-devkit"),
+                .product(name: "IAPLink", package: "iap-devkit"),
+                .product(name: "IAPRoles", package: "iap-devkit"),
+                .product(name: "IAPSession", package: "iap-devkit"),
+                .product(name: "IAPEndpoint", package: "iap-devkit"),
+                .product(name: "IAPDemo", package: "iap-devkit"),
             ]
         ),
         .executableTarget(

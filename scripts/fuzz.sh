@@ -6,7 +6,7 @@
 # SECONDS  time per target (default 60; 0: no time limit, with FUZZ_RUNS)
 # TARGET   link | control | trace | linkend | session | legacy | all (default),
 #          or a full target name (FuzzLinkStream, FuzzControlMessage,
-#          FuzzTraceInput, FuzzLinkEnd, FuzzSession, FuzzLegacyPhone)
+#          FuzzTraceInput, FuzzLinkEnd, FuzzSession, FuzzLegacyPhone, FuzzEndpoint)
 #
 # FUZZ_CONFIGURATION=release builds with optimisation (still with ASan and
 # libFuzzer), several times faster than the default debug build; binaries
@@ -74,14 +74,15 @@ CRASHES="$FUZZ/crashes"
 CORPUS="$FUZZ/corpus"
 
 case "$WHICH" in
-    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput FuzzLinkEnd FuzzSession FuzzLegacyPhone) ;;
+    all) TARGETS=(FuzzLinkStream FuzzControlMessage FuzzTraceInput FuzzLinkEnd FuzzSession FuzzLegacyPhone FuzzEndpoint) ;;
     link|FuzzLinkStream) TARGETS=(FuzzLinkStream) ;;
     control|FuzzControlMessage) TARGETS=(FuzzControlMessage) ;;
     trace|FuzzTraceInput) TARGETS=(FuzzTraceInput) ;;
     linkend|FuzzLinkEnd) TARGETS=(FuzzLinkEnd) ;;
     session|FuzzSession) TARGETS=(FuzzSession) ;;
     legacy|FuzzLegacyPhone) TARGETS=(FuzzLegacyPhone) ;;
-    *) echo "unknown target '$WHICH' (link, control, trace, linkend, session, legacy or all)" >&2; exit 2 ;;
+    endpoint|FuzzEndpoint) TARGETS=(FuzzEndpoint) ;;
+    *) echo "unknown target '$WHICH' (link, control, trace, linkend, session, legacy, endpoint or all)" >&2; exit 2 ;;
 esac
 
 echo "== building fuzz targets ($CONFIGURATION, -sanitize=fuzzer,address) in $SCRATCH"

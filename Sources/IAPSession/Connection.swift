@@ -260,7 +260,10 @@ public struct Connection: Sendable {
         }
         let due = completions.filter { $0.at <= now }
         completions.removeAll { $0.at <= now }
-        for completion in due { phoneOutputs(phone.complete(token: completion.token, with: completion.result, now: now)) }
+        for completion in due {
+            syncNowPlaying(now: now)
+            phoneOutputs(phone.complete(token: completion.token, with: completion.result, now: now))
+        }
         if isMediaConnected {
             switch configuration.role {
             case .phone: phoneOutputs(phone.tick(now: now))
@@ -288,6 +291,8 @@ public struct Connection: Sendable {
     /// app's own delay; `now` for at once).
     public mutating func complete(token: UInt32, with result: PhoneMediaRole.LoadResult, at: LinkInstant, now: LinkInstant) -> [Output] {
         if at <= now {
+            // What the load did to playback goes out before its answer.
+            syncNowPlaying(now: now)
             phoneOutputs(phone.complete(token: token, with: result, now: now))
         } else {
             completions.append((at, token, result))

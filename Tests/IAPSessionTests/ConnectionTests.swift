@@ -44,6 +44,9 @@ struct SessionHarness {
     var crypto = FakeCrypto()
     /// Whether the head unit's authenticator answers at all.
     var authenticatorAnswers = true
+    /// The app's answers come back after the delay it states has passed
+    /// (a loaded machine): each is completed at once.
+    var appAnswersLate = false
     let app = SampleApp()
     var now = LinkInstant.zero
     /// Control messages in the order each end sent them.
@@ -139,7 +142,7 @@ struct SessionHarness {
             case .load(let token, let request):
                 app.setTime(now)
                 let (result, delay) = app.load(request, now: now)
-                session(phone.complete(token: token, with: result, at: now + delay, now: now), phone: true)
+                session(phone.complete(token: token, with: result, at: appAnswersLate ? now : now + delay, now: now), phone: true)
             case .pausePlayback:
                 app.pause(at: now)
             }

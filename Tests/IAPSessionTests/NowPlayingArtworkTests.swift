@@ -13,6 +13,26 @@ import IAPWire
         events.compactMap { if case .fileReceived(let id, let bytes) = $0 { (id, bytes) } else { nil } }
     }
 
+    /// A play the app answers after its stated delay has passed (a loaded
+    /// machine; the lab's role switch): what it started playing still goes
+    /// out before the answer, so a head unit that asks what plays when it
+    /// hears the answer hears the new track.
+    @Test func whatAPlayStartedGoesOutBeforeItsAnswerWhenTheAppAnswersLate() {
+        var harness = SessionHarness(playing: true)
+        harness.appAnswersLate = true
+        harness.start()
+        harness.run(for: .seconds(2))
+        let before = harness.phoneSent.count
+        harness.headUnitDoes { $0.select("kind-of-blue:3", now: $1) }
+        let sent = Array(harness.phoneSent.dropFirst(before))
+        guard let update = sent.firstIndex(of: MessageID.nowPlayingUpdate), let status = sent.firstIndex(of: 0xB103) else {
+            Issue.record("the phone sent \(sent.map { String($0, radix: 16) }), not both NowPlayingUpdate and RequestStatus")
+            return
+        }
+        #expect(update < status, "the phone sent \(sent.map { String($0, radix: 16) })")
+        #expect(harness.headUnit.headUnit.nowPlaying.info.title == "Blue in Green")
+    }
+
     @Test func thePlayingAlbumsArtworkArrivesWithNowPlaying() {
         var harness = SessionHarness(playing: true)
         harness.start()
