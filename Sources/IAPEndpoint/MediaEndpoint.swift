@@ -105,6 +105,8 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// The app's loads and the edge's signatures and checks in flight, by
     /// number: cancelled when the endpoint stops (nobody waits for them).
     private let inFlight = Mutex((next: 0, stopped: false, tasks: [Int: Task<Void, Never>]()))
+    /// How the timer's and the transport's handlers reach this endpoint without keeping it alive.
+    private let reference = EndpointReference()
 
     /// - Parameters:
     ///   - kind: which end, and what runs on top of the link.
@@ -123,18 +125,15 @@ public final class MediaEndpoint: @unchecked Sendable {
         self.authentication = authentication
         core = EndpointCore(kind: kind, app: app, headUnitLimits: headUnitLimits, authentication: authentication.policy,
                             coalescesWrites: transport.acceptsCoalescedWrites)
-        let reference = EndpointReference()
         reference.endpoint = self
-        timer.start { reference.endpoint?.submit(.tick) }
+        timer.start { [reference] in reference.endpoint?.submit(.tick) }
     }
 
     deinit { timer.cancel() }
 
     /// Starts the transport and the link.
     public func start() throws(TransportError) {
-        let reference = EndpointReference()
-        reference.endpoint = self
-        try transport.start { event in reference.endpoint?.transportEvent(event) }
+        try transport.start { [reference] event in reference.endpoint?.transportEvent(event) }
         submit(.start)
     }
 
