@@ -16,6 +16,14 @@ public enum MediaEventText {
 
     public static func describe(_ event: HeadUnitMediaRole.Event, headUnit: HeadUnitMediaRole, now: LinkInstant) -> String {
         switch event {
+        case .mediaLibraries(let libraries):
+            return libraries.isEmpty ? "the phone offers no media library"
+                : "media libraries: " + libraries.map { "\($0.name) (\($0.uniqueIdentifier), \($0.type))" }.joined(separator: ", ")
+        case .mediaLibraryUpdated(let library, let progress): return "media library \(library): \(progress) %"
+        case .mediaLibrarySynced(let library, let revision):
+            let mirror = headUnit.mediaLibraries[library]
+            return "media library \(library) synced at revision \(revision ?? "?"): \(mirror?.items.count ?? 0) items, \(mirror?.playlists.count ?? 0) playlists"
+        case .mediaLibraryProblem(let problem): return "media library: \(problem)"
         case .appInformation(let name, let content): return "app \"\(name)\"\(content ? " with a content tree" : "")"
         case .controlsChanged(let radio, let advertised):
             return "\(radio ? "radio" : "standard") controls: " + headUnit.buttons.map(\.description).joined(separator: ", ")

@@ -97,6 +97,44 @@ public struct SampleLibrary: Hashable, Sendable, Codable {
         return problems
     }
 
+    /// The same albums and podcasts as a media library (Media Library
+    /// Access): items with identifiers derived from their content, a
+    /// top-level playlist and a folder holding another; the library's
+    /// identifier is derived from `name`. Also each track's item
+    /// identifier, by track id: the content tree and the library are two
+    /// views of these tracks.
+    public func mediaLibrary(named name: String) -> (library: MediaLibrary, itemIDs: [String: UInt64]) {
+        var tracks: [SampleTrack] = []
+        var items: [MediaLibraryItem] = []
+        for album in albums {
+            for (index, track) in album.tracks.enumerated() {
+                tracks.append(track)
+                items.append(MediaLibraryItem(title: track.title, artist: track.artist, albumTitle: album.title, albumArtist: album.artist, genre: track.genre,
+                                              durationMilliseconds: track.durationMilliseconds == 0 ? nil : track.durationMilliseconds,
+                                              trackNumber: UInt16(clamping: index + 1), trackCount: UInt16(clamping: album.tracks.count), discNumber: 1, discCount: 1))
+            }
+        }
+        for podcast in podcasts {
+            tracks.append(podcast)
+            items.append(MediaLibraryItem(title: podcast.title, artist: podcast.artist, albumTitle: podcast.album, genre: podcast.genre,
+                                          durationMilliseconds: podcast.durationMilliseconds, mediaType: .podcast))
+        }
+        let description = MediaLibraryDescription(name: name, uniqueIdentifier: "iap-devkit:" + String(ContentIdentifier.of("library", [name]), radix: 16))
+        // Identifiers as the library settles them (content twice gets the next free one).
+        let settled = MediaLibrary(description, items: items).items.map(\.persistentID)
+        var itemIDs: [String: UInt64] = [:]
+        for (track, id) in zip(tracks, settled) { itemIDs[track.id] = id }
+        let firstTracks = albums.compactMap { $0.tracks.first.flatMap { itemIDs[$0.id] } }
+        let blue = tracks.filter { $0.title.contains("Blue") }.compactMap { itemIDs[$0.id] }
+        let mixes = MediaLibraryPlaylist(name: "Mixes", isFolder: true)
+        let playlists = [
+            MediaLibraryPlaylist(name: "Album openers", items: firstTracks),
+            mixes,
+            MediaLibraryPlaylist(name: "Blue", in: mixes.persistentID, items: blue),
+        ]
+        return (MediaLibrary(description, items: items, playlists: playlists), itemIDs)
+    }
+
     public func album(_ id: String) -> Album? { albums.first { $0.id == id } }
     public func track(_ id: String) -> SampleTrack? {
         (albums.flatMap(\.tracks) + stations + podcasts + [interlude]).first { $0.id == id }
@@ -195,11 +233,22 @@ public final class SampleApp: Sendable {
     private let state = Mutex(State())
     private let clock = Mutex(LinkInstant.zero)
     public let supportedRates: [Double]
+    /// The tracks as a media library (Media Library Access).
+    public let mediaLibrary: MediaLibrary?
+    /// Each library track's item identifier, by track id, and back.
+    private let libraryItemIDs: [String: UInt64]
+    private let libraryTracks: [UInt64: SampleTrack]
 
     public init(library: SampleLibrary = .standard, appName: String = "iap-devkit Music", supportedRates: [Double] = [1.0, 1.25, 1.5, 2.0]) {
         self.library = library
         self.appName = appName
         self.supportedRates = supportedRates
+        let served = library.mediaLibrary(named: appName)
+        mediaLibrary = served.library
+        libraryItemIDs = served.itemIDs
+        var tracks: [UInt64: SampleTrack] = [:]
+        for track in library.albums.flatMap(\.tracks) + library.podcasts { if let id = served.itemIDs[track.id] { tracks[id] = track } }
+        libraryTracks = tracks
     }
 
     public var snapshot: State { state.withLock { $0 } }
@@ -215,13 +264,15 @@ public final class SampleApp: Sendable {
                                       shuffleMode: current.shuffleMode, appName: appName)
             }
             let track = current.queue[current.index]
+            let libraryItem = libraryItemIDs[track.id]
             return NowPlayingInfo(
-                itemID: track.persistentID, title: track.title, artist: track.artist, albumTitle: track.album, genre: track.genre,
+                itemID: libraryItem ?? track.persistentID, title: track.title, artist: track.artist, albumTitle: track.album, genre: track.genre,
                 durationMilliseconds: track.durationMilliseconds == 0 ? nil : track.durationMilliseconds,
                 artworkImageID: library.albums.first { $0.title == track.album && $0.tracks.contains(track) }?.imageID,
                 elapsedMilliseconds: Self.elapsed(current, at: now), playbackRate: current.playback == .playing ? current.rate : 0,
                 defaultPlaybackRate: current.rate, queueIndex: UInt32(current.index), queueCount: UInt32(current.queue.count),
-                state: current.playback, repeatMode: current.repeatMode, shuffleMode: current.shuffleMode, appName: appName)
+                state: current.playback, repeatMode: current.repeatMode, shuffleMode: current.shuffleMode, appName: appName,
+                mediaLibraryID: libraryItem == nil ? nil : mediaLibrary?.description.uniqueIdentifier)
         }
     }
 
@@ -367,6 +418,23 @@ public final class SampleApp: Sendable {
         case .image(let id, let scale):
             guard let bytes = library.image(id, scale: scale) else { return (.failed(.noSuchContent, "no image \(id)"), .zero) }
             return (.image(bytes), .zero)
+        case .playLibraryItems(_, let items, let start):
+            let queue = items.compactMap { libraryTracks[$0] }
+            guard !queue.isEmpty else { return (.failed(.noSuchContent, "none of the \(items.count) items is a track of this app"), .zero) }
+            let startID = items.indices.contains(start) ? items[start] : nil
+            play(queue, from: startID.flatMap { libraryTracks[$0] }.flatMap { queue.firstIndex(of: $0) } ?? 0, now: now)
+            return (.done, .milliseconds(20))
+        case .playLibraryCurrentSelection:
+            let resumed = state.withLock { current -> Bool in
+                guard current.queue.indices.contains(current.index) else { return false }
+                if current.playback != .playing {
+                    current.since = now
+                    current.playback = .playing
+                }
+                return true
+            }
+            if !resumed, let first = library.albums.first { play(first.tracks, from: 0, now: now) }
+            return (.done, .milliseconds(20))
         }
     }
 
@@ -445,6 +513,12 @@ public final class SampleApp: Sendable {
         }
         // "Up next" ends with an interlude that is not in the browse tree.
         queue.append(library.interlude)
+        play(queue, from: index, now: now)
+        return .done
+    }
+
+    /// Plays `queue` from `index` and notes the track as recently played.
+    private func play(_ queue: [SampleTrack], from index: Int, now: LinkInstant) {
         state.withLock { current in
             current.queue = queue
             current.index = index
@@ -455,6 +529,5 @@ public final class SampleApp: Sendable {
             current.recentlyPlayed.removeAll { $0.id == track.id }
             current.recentlyPlayed.insert(track, at: 0)
         }
-        return .done
     }
 }

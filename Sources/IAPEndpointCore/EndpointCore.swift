@@ -190,7 +190,7 @@ public struct EndpointCore: Sendable {
                 coalescesWrites: Bool = true) {
         let servesLegacy = kind == .phone && app != nil
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
-                                   offersContent: kind == .phone && app?.offersContent == true)
+                                   offersContent: kind == .phone && app?.offersContent == true, library: kind == .phone ? app?.mediaLibrary : nil)
         var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
         if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         let connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication),
@@ -286,8 +286,26 @@ public struct EndpointCore: Sendable {
         if let app, legacy?.isIdentified == true {
             performLegacy(legacy?.setNowPlaying(app.nowPlaying(at: now), now: now) ?? [], now: now)
         }
+        pullSessionMessages(now: now)
         return take()
     }
+
+    /// Messages the session makes only when there is room for them (a
+    /// media library streamed to a head unit): made while the link's queue
+    /// on the control session takes them, so the library is never written
+    /// out ahead of the link. Later inputs (acknowledgements making room)
+    /// pull the rest.
+    private mutating func pullSessionMessages(now: LinkInstant) {
+        guard let control = controlSession else { return }
+        var pulled = 0
+        while connection.wantsToSend, backlog[control] == nil, pulled < Self.messagesPulledPerInput {
+            perform(connection.sendMore(now: now), now: now)
+            pulled += 1
+        }
+    }
+
+    /// At most this many pulled messages per input: one input's work stays short.
+    static let messagesPulledPerInput = 64
 
     // MARK: The link
 

@@ -21,9 +21,14 @@ public protocol MediaApp: Sendable {
     /// The endpoint's clock before each input, for apps whose command
     /// handlers need the time (the sample app's player).
     func setTime(_ now: LinkInstant)
+    /// The library a head unit syncs through Media Library Access (nil:
+    /// none), read when an endpoint is made. Its plays reach `load` as
+    /// `.playLibraryItems` and `.playLibraryCurrentSelection`.
+    var mediaLibrary: MediaLibrary? { get }
 }
 
 extension MediaApp {
     public var offersContent: Bool { true }
+    public var mediaLibrary: MediaLibrary? { nil }
     public func setTime(_ now: LinkInstant) {}
 }

@@ -380,6 +380,9 @@ struct Waiters: Sendable {
 
     private mutating func handle(_ event: HeadUnitMediaRole.Event, headUnit: HeadUnitMediaRole, feed: AsyncStream<HeadUnit.Event>.Continuation) {
         switch event {
+        case .mediaLibraries, .mediaLibraryUpdated, .mediaLibrarySynced, .mediaLibraryProblem:
+            // IAPKit's head unit does not offer the media library yet.
+            break
         case .appInformation(let name, let hasContentTree):
             appName = name
             ended = nil

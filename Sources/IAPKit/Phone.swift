@@ -22,11 +22,23 @@ public protocol ContentDataSource: Sendable {
     func queue(offset: Int, count: Int) async throws -> QueuePage
     /// An image's bytes at a scale (1, 2 or 3). The default: no images.
     func image(_ imageID: String, scale: Int) async throws -> [UInt8]
+    /// Media Library Access: play these items of `Phone`'s library (their
+    /// persistent ids) as the queue, from `startIndex`. The head unit named
+    /// them, or a collection or all songs holding them.
+    func playLibraryItems(_ items: [UInt64], startIndex: Int) async throws
+    /// Media Library Access: play what the app has selected.
+    func playLibraryCurrentSelection() async throws
 }
 
 extension ContentDataSource {
     public func queue(offset: Int, count: Int) async throws -> QueuePage { QueuePage(items: [], totalCount: 0, currentIndex: 0) }
     public func image(_ imageID: String, scale: Int) async throws -> [UInt8] { throw ContentError(.noSuchContent, "no image \(imageID)") }
+    public func playLibraryItems(_ items: [UInt64], startIndex: Int) async throws {
+        throw ContentError(.noSuchContent, "this app plays nothing from a media library")
+    }
+    public func playLibraryCurrentSelection() async throws {
+        throw ContentError(.noSuchContent, "this app plays nothing from a media library")
+    }
 }
 
 /// A page of a container's children.
@@ -161,12 +173,14 @@ public final class Phone: Sendable {
     ///   - nowPlaying: what is playing; a data source that starts playback
     ///     usually holds the same center.
     ///   - configuration: authentication and logging.
+    ///   - library: the media library a head unit syncs through Media
+    ///     Library Access (its plays reach `content`'s `playLibraryItems`).
     public init(appName: String, content: (any ContentDataSource)?, commands: RemoteCommandCenter = RemoteCommandCenter(),
-                nowPlaying: NowPlayingCenter = NowPlayingCenter(), configuration: Configuration = Configuration()) {
+                nowPlaying: NowPlayingCenter = NowPlayingCenter(), configuration: Configuration = Configuration(), library: MediaLibrary? = nil) {
         self.appName = appName
         self.nowPlaying = nowPlaying
         self.configuration = configuration
-        app = DataSourceApp(appName: appName, content: content, commands: Locked(commands), nowPlaying: nowPlaying)
+        app = DataSourceApp(appName: appName, content: content, commands: Locked(commands), nowPlaying: nowPlaying, mediaLibrary: library)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
         // Every connected head unit hears of a change to what is playing.
         nowPlaying.onChange { [serving] in
@@ -292,6 +306,7 @@ struct DataSourceApp: MediaApp {
     /// Shared with the `Phone`, which changes it (`updateCommands`).
     let commands: Locked<RemoteCommandCenter>
     let nowPlaying: NowPlayingCenter
+    var mediaLibrary: MediaLibrary? = nil
 
     var offersContent: Bool { content != nil }
 
@@ -315,6 +330,12 @@ struct DataSourceApp: MediaApp {
                 return (.queue(items: page.items, totalCount: page.totalCount, currentIndex: page.currentIndex), .zero)
             case .image(let id, let scale):
                 return (.image(try await content.image(id, scale: scale)), .zero)
+            case .playLibraryItems(_, let items, let start):
+                try await content.playLibraryItems(items, startIndex: start)
+                return (.done, .zero)
+            case .playLibraryCurrentSelection:
+                try await content.playLibraryCurrentSelection()
+                return (.done, .zero)
             }
         } catch let error as ContentError {
             return (.failed(error.status, error.reason), .zero)

@@ -26,6 +26,9 @@ import IAPWire
 public enum FileTransferFileType {
     /// Media item artwork, the type nocturne handles.
     public static let artwork: UInt16 = 2
+    /// A media library playlist's items: big-endian u64 persistent ids
+    /// (MediaLibraryUpdatePlaylistContents, MEDIA-LIBRARY-FACTS.md §3).
+    public static let playlistContents: UInt16 = 4
 }
 
 /// An input one end of a file transfer cannot act on. Nothing has changed
@@ -467,12 +470,17 @@ public struct FileTransferReceiver: Sendable {
             outputs.append(.cancelled(transferID: id, reason: .replacedBySetup))
         }
         ended.remove(id)
-        // nocturne's two shapes with a type, [u64][u8 reserved][u16] and [u64][u16], and the size alone.
+        // The size alone; nocturne's [u64][u8 reserved][u16 type]; the
+        // production head-unit stack's [u64][u16 type], which types 4 and 7
+        // follow with the playlist's id and library's (ignored here: the
+        // message that named the transfer id said which playlist it is).
+        // Known types are below 256, so a zero byte 9 marks nocturne's shape.
         let fileType: UInt16?
         switch arguments.count {
         case 8: fileType = nil
         case 10: fileType = UInt16(arguments[8]) << 8 | UInt16(arguments[9])
-        case 11: fileType = UInt16(arguments[9]) << 8 | UInt16(arguments[10])
+        case 11... where arguments[9] == 0: fileType = UInt16(arguments[9]) << 8 | UInt16(arguments[10])
+        case 11...: fileType = UInt16(arguments[8]) << 8 | UInt16(arguments[9])
         default: return outputs + refuse(id, .malformedSetup(argumentBytes: arguments.count))
         }
         let announced = arguments[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }

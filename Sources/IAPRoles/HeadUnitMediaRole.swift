@@ -21,6 +21,14 @@ public struct HeadUnitMediaRole: Sendable {
         case nowPlaying(NowPlayingInfo)
         case queue(QueueResponse)
         case image(imageID: String, RequestStatus, transferID: UInt8?)
+        /// Media Library Access: the libraries the phone offers (none: it offers no library).
+        case mediaLibraries([MediaLibraryDescription])
+        /// An update of a library was applied; `progress` is the phone's percent.
+        case mediaLibraryUpdated(libraryID: String, progress: UInt8)
+        /// A library reached 100 % with every playlist's contents.
+        case mediaLibrarySynced(libraryID: String, revision: String?)
+        /// Something the phone sent for a library that could not be kept, in words.
+        case mediaLibraryProblem(String)
     }
 
     /// What the head unit shows for one container.
@@ -73,10 +81,25 @@ public struct HeadUnitMediaRole: Sendable {
     public private(set) var commandLog: [(RemoteCommand, RequestStatus)] = []
     private var pending: [UInt32: (Pending, deadline: LinkInstant)] = [:]
     private var nextRequestID: UInt32 = 1
+    /// Whether it asks for the phone's media libraries at connect.
+    public let syncsMediaLibrary: Bool
+    /// The phone's libraries as kept, by identifier; kept across connections
+    /// (a library's identifier names one phone's library), so a phone that
+    /// comes back is asked for what changed since the revision kept.
+    public private(set) var mediaLibraries: [String: MediaLibraryMirror]
+    /// The libraries the phone offered on this connection, in its order.
+    public private(set) var offeredLibraries: [String] = []
+    /// Whether the phone has answered StartMediaLibraryInformation on this connection.
+    public private(set) var mediaLibraryInformationReceived = false
+    /// File transfers announced for playlist contents: library and playlist.
+    private var libraryTransfers: [UInt8: (library: String, playlist: UInt64)] = [:]
 
-    public init(limits: HeadUnitLimits = .audioApps, requestTimeout: Duration = .seconds(8)) {
+    public init(limits: HeadUnitLimits = .audioApps, requestTimeout: Duration = .seconds(8), syncsMediaLibrary: Bool = true,
+                mediaLibraries: [MediaLibraryMirror] = []) {
         self.limits = limits
         self.requestTimeout = requestTimeout
+        self.syncsMediaLibrary = syncsMediaLibrary
+        self.mediaLibraries = Dictionary(mediaLibraries.map { ($0.description.uniqueIdentifier, $0) }, uniquingKeysWith: { $1 })
     }
 
     /// Radio controls: entered when the phone advertises like, dislike or
@@ -99,9 +122,13 @@ public struct HeadUnitMediaRole: Sendable {
     /// is configured at connect time, not when first shown).
     public mutating func connect(now: LinkInstant) -> [Output] {
         reset()
-        return [.send(.limits(limits)), .send(.startNowPlayingUpdates(.all)),
-                .send(.startHID(StartHIDMessage(componentIdentifier: remote.componentIdentifier, vendorIdentifier: remote.vendorIdentifier,
-                                                productIdentifier: remote.productIdentifier, reportDescriptor: HIDRemote.reportDescriptor)))]
+        var outputs: [Output] = [
+            .send(.limits(limits)), .send(.startNowPlayingUpdates(.all)),
+            .send(.startHID(StartHIDMessage(componentIdentifier: remote.componentIdentifier, vendorIdentifier: remote.vendorIdentifier,
+                                            productIdentifier: remote.productIdentifier, reportDescriptor: HIDRemote.reportDescriptor))),
+        ]
+        if syncsMediaLibrary { outputs.append(.send(.startMediaLibraryInformation)) }
+        return outputs
     }
 
     /// A press of the remote's button: a report with its bit set, then the
@@ -126,6 +153,80 @@ public struct HeadUnitMediaRole: Sendable {
         queue = nil
         selecting = nil
         pending = [:]
+        offeredLibraries = []
+        mediaLibraryInformationReceived = false
+        libraryTransfers = [:]
+        for id in mediaLibraries.keys { mediaLibraries[id]?.abandonContents() }
+    }
+
+    // MARK: Media Library Access
+
+    /// Asks the phone to play from a library (PlayMediaLibrary…); the
+    /// effect shows in now playing, which names the item and the library.
+    public func playFromLibrary(_ request: MediaLibraryPlayRequest) -> [Output] { [.send(.playMediaLibrary(request))] }
+
+    private mutating func receiveLibrary(_ message: MediaMessage) -> [Output] {
+        switch message {
+        case .mediaLibraryInformation(let libraries):
+            mediaLibraryInformationReceived = true
+            offeredLibraries = []
+            var outputs: [Output] = [.event(.mediaLibraries(libraries))]
+            for library in libraries where !offeredLibraries.contains(library.uniqueIdentifier) {
+                offeredLibraries.append(library.uniqueIdentifier)
+                var mirror = mediaLibraries[library.uniqueIdentifier] ?? MediaLibraryMirror(library)
+                mirror.description = library
+                // Only a whole earlier sync is a revision to build on; a
+                // partial one is dropped and the phone sends everything.
+                let known = mirror.isSynced ? mirror.revision : nil
+                if known == nil { mirror = MediaLibraryMirror(library) }
+                mediaLibraries[library.uniqueIdentifier] = mirror
+                outputs.append(.send(.startMediaLibraryUpdates(MediaLibraryUpdateRequest(libraryID: library.uniqueIdentifier, lastKnownRevision: known))))
+            }
+            return outputs
+        case .mediaLibraryUpdate(let update):
+            guard var mirror = mediaLibraries[update.libraryID], offeredLibraries.contains(update.libraryID) else {
+                return [.event(.mediaLibraryProblem("an update for library \(update.libraryID), which the phone did not offer; ignored"))]
+            }
+            let wasSynced = mirror.isSynced
+            let droppedBefore = mirror.dropped
+            for (transfer, playlist) in mirror.apply(update) { libraryTransfers[transfer] = (update.libraryID, playlist) }
+            mediaLibraries[update.libraryID] = mirror
+            var outputs: [Output] = [.event(.mediaLibraryUpdated(libraryID: update.libraryID, progress: mirror.progress))]
+            if mirror.dropped > droppedBefore {
+                outputs.append(.event(.mediaLibraryProblem("library \(update.libraryID): \(mirror.dropped) items or playlists not kept, over the limit of \(MediaLibraryMirror.maximumItems) items and \(MediaLibraryMirror.maximumPlaylists) playlists")))
+            }
+            if mirror.isSynced && (!wasSynced || update.revision != nil) {
+                outputs.append(.event(.mediaLibrarySynced(libraryID: update.libraryID, revision: mirror.revision)))
+            }
+            return outputs
+        default:
+            return []
+        }
+    }
+
+    /// Whether a file-transfer id was announced for a playlist's contents.
+    public func isLibraryTransfer(_ transferID: UInt8) -> Bool { libraryTransfers[transferID] != nil }
+
+    /// A playlist's contents arrived over the file-transfer session.
+    public mutating func libraryContentsReceived(transferID: UInt8, bytes: [UInt8]) -> [Output] {
+        guard let (library, playlist) = libraryTransfers.removeValue(forKey: transferID), var mirror = mediaLibraries[library] else { return [] }
+        let wasSynced = mirror.isSynced
+        let problem = mirror.setContents(of: playlist, from: bytes)
+        mediaLibraries[library] = mirror
+        var outputs: [Output] = problem.map { [.event(.mediaLibraryProblem("library \(library): \($0)"))] } ?? []
+        if mirror.isSynced && !wasSynced { outputs.append(.event(.mediaLibrarySynced(libraryID: library, revision: mirror.revision))) }
+        return outputs
+    }
+
+    /// A playlist's contents will not come (the transfer was cancelled or refused).
+    public mutating func libraryContentsFailed(transferID: UInt8, reason: String) -> [Output] {
+        guard let (library, playlist) = libraryTransfers.removeValue(forKey: transferID), var mirror = mediaLibraries[library] else { return [] }
+        let wasSynced = mirror.isSynced
+        mirror.contentsFailed(for: playlist)
+        mediaLibraries[library] = mirror
+        var outputs: [Output] = [.event(.mediaLibraryProblem("library \(library): the contents of playlist 0x\(String(playlist, radix: 16)) did not arrive: \(reason)"))]
+        if mirror.isSynced && !wasSynced { outputs.append(.event(.mediaLibrarySynced(libraryID: library, revision: mirror.revision))) }
+        return outputs
     }
 
     // MARK: User actions
@@ -266,6 +367,8 @@ public struct HeadUnitMediaRole: Sendable {
         case .imageResponse(let id, let status, let transfer, _):
             guard case .image(let image)? = pending.removeValue(forKey: id)?.0 else { return [] }
             return [.event(.image(imageID: image, status, transferID: transfer))]
+        case .mediaLibraryInformation, .mediaLibraryUpdate:
+            return receiveLibrary(message)
         default:
             return []
         }

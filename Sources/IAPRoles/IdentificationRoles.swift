@@ -112,6 +112,7 @@ extension AccessoryIdentity {
     public static let devKitHeadUnit: AccessoryIdentity = {
         // The standard iAP2 messages first, each id declared once.
         let standard = [MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates, MessageID.startHID, MessageID.accessoryHIDReport, MessageID.stopHID]
+            + MediaMessage.mediaLibraryAccessorySends
         return AccessoryIdentity(
             name: "iap-devkit head unit", modelIdentifier: "DK-HU1", manufacturer: "iap-devkit", serialNumber: "DK-0001",
             firmwareVersion: "0.1.0", hardwareVersion: "sim", messagesSent: standard + MediaMessage.headUnitSends.filter { !standard.contains($0) }

@@ -25,14 +25,28 @@ public enum MediaMessage: Hashable, Sendable {
     case startHID(StartHIDMessage)
     case accessoryHIDReport(AccessoryHIDReportMessage)
     case stopHID(StopHIDMessage)
+    /// Media Library Access (standard iAP2, MediaLibraryMessages.swift).
+    case startMediaLibraryInformation
+    case mediaLibraryInformation([MediaLibraryDescription])
+    case stopMediaLibraryInformation
+    case startMediaLibraryUpdates(MediaLibraryUpdateRequest)
+    case mediaLibraryUpdate(MediaLibraryUpdate)
+    case stopMediaLibraryUpdates(libraryID: String)
+    case playMediaLibrary(MediaLibraryPlayRequest)
 
     /// Every id the roles send or receive, for identification's declared lists.
     public static let phoneSends: [UInt16] = [MessageID.browseResponse, MessageID.requestStatus, MessageID.advertisedCommands, MessageID.mediaAppInformation,
-                                              MessageID.queueResponse, MessageID.imageResponse, MessageID.nowPlayingUpdate]
+                                              MessageID.queueResponse, MessageID.imageResponse, MessageID.nowPlayingUpdate,
+                                              MessageID.mediaLibraryInformation, MessageID.mediaLibraryUpdate]
+    /// Media Library Access as an accessory sends it.
+    public static let mediaLibraryAccessorySends: [UInt16] = [
+        MessageID.startMediaLibraryInformation, MessageID.stopMediaLibraryInformation, MessageID.startMediaLibraryUpdates, MessageID.stopMediaLibraryUpdates,
+        MessageID.playMediaLibraryCurrentSelection, MessageID.playMediaLibraryItems, MessageID.playMediaLibraryCollection, MessageID.playMediaLibrarySpecial,
+    ]
     public static let headUnitSends: [UInt16] = [MessageID.browseRequest, MessageID.playItemRequest, MessageID.remoteCommand, MessageID.headUnitLimits, MessageID.queueRequest,
                                                  MessageID.imageRequest, MessageID.startNowPlayingUpdates, MessageID.stopNowPlayingUpdates,
                                                  MessageID.setNowPlayingInformation, MessageID.startHID, MessageID.accessoryHIDReport,
-                                                 MessageID.stopHID]
+                                                 MessageID.stopHID] + mediaLibraryAccessorySends
 
     // MARK: Encoding
 
@@ -152,6 +166,16 @@ public enum MediaMessage: Hashable, Sendable {
         case .startHID(let message): return message.message
         case .accessoryHIDReport(let message): return message.message
         case .stopHID(let message): return message.message
+        case .startMediaLibraryInformation: return ControlMessage(id: MessageID.startMediaLibraryInformation)
+        case .mediaLibraryInformation(let libraries): return MediaLibraryCodec.information(libraries)
+        case .stopMediaLibraryInformation: return ControlMessage(id: MessageID.stopMediaLibraryInformation)
+        case .startMediaLibraryUpdates(let request): return MediaLibraryCodec.updateRequest(request)
+        case .mediaLibraryUpdate(let update): return update.controlMessage
+        case .stopMediaLibraryUpdates(let library):
+            return ControlMessage(id: MessageID.stopMediaLibraryUpdates, capacity: 8 + library.utf8.count) { parameters in
+                parameters.appendString(ParameterID.MediaLibraryNamed.uniqueIdentifier, library)
+            }
+        case .playMediaLibrary(let request): return request.controlMessage
         }
     }
 
@@ -290,6 +314,14 @@ public enum MediaMessage: Hashable, Sendable {
         case MessageID.startHID: self = .startHID(try StartHIDMessage(message))
         case MessageID.accessoryHIDReport: self = .accessoryHIDReport(try AccessoryHIDReportMessage(message))
         case MessageID.stopHID: self = .stopHID(try StopHIDMessage(message))
+        case MessageID.startMediaLibraryInformation: self = .startMediaLibraryInformation
+        case MessageID.mediaLibraryInformation: self = .mediaLibraryInformation(try MediaLibraryCodec.information(message))
+        case MessageID.stopMediaLibraryInformation: self = .stopMediaLibraryInformation
+        case MessageID.startMediaLibraryUpdates: self = .startMediaLibraryUpdates(try MediaLibraryCodec.updateRequest(message))
+        case MessageID.mediaLibraryUpdate: self = .mediaLibraryUpdate(try MediaLibraryCodec.update(message))
+        case MessageID.stopMediaLibraryUpdates: self = .stopMediaLibraryUpdates(libraryID: try reader.string(ParameterID.MediaLibraryNamed.uniqueIdentifier))
+        case MessageID.playMediaLibraryCurrentSelection, MessageID.playMediaLibraryItems, MessageID.playMediaLibraryCollection, MessageID.playMediaLibrarySpecial:
+            self = .playMediaLibrary(try MediaLibraryCodec.playRequest(message))
         default:
             return nil
         }
@@ -465,7 +497,8 @@ public struct NowPlayingUpdate: Hashable, Sendable {
     ]
     static let playbackAttributeIDs: [UInt16] = [
         ParameterID.Playback.status, ParameterID.Playback.elapsedTimeInMilliseconds, ParameterID.Playback.queueIndex, ParameterID.Playback.queueCount,
-        ParameterID.Playback.shuffleMode, ParameterID.Playback.repeatMode, ParameterID.Playback.appName, ParameterID.Playback.speed,
+        ParameterID.Playback.shuffleMode, ParameterID.Playback.repeatMode, ParameterID.Playback.appName, ParameterID.Playback.mediaLibraryUniqueIdentifier,
+        ParameterID.Playback.speed,
         ParameterID.Playback.devKitPlaybackState, ParameterID.Playback.devKitDefaultPlaybackRate,
     ]
 
@@ -514,6 +547,9 @@ public struct NowPlayingUpdate: Hashable, Sendable {
                 if playback(ParameterID.Playback.shuffleMode) { group.appendInteger(ParameterID.Playback.shuffleMode, info.shuffleMode.rawValue) }
                 if playback(ParameterID.Playback.repeatMode) { group.appendInteger(ParameterID.Playback.repeatMode, info.repeatMode.rawValue) }
                 if playback(ParameterID.Playback.appName), let app = info.appName { group.appendString(ParameterID.Playback.appName, app) }
+                if playback(ParameterID.Playback.mediaLibraryUniqueIdentifier), let library = info.mediaLibraryID {
+                    group.appendString(ParameterID.Playback.mediaLibraryUniqueIdentifier, library)
+                }
                 if playback(ParameterID.Playback.speed) { group.appendInteger(ParameterID.Playback.speed, Self.hundredths(info.playbackRate)) }
                 if playback(ParameterID.Playback.devKitPlaybackState) { group.appendInteger(ParameterID.Playback.devKitPlaybackState, info.state.rawValue) }
                 if playback(ParameterID.Playback.devKitDefaultPlaybackRate) {
@@ -570,6 +606,7 @@ public struct NowPlayingUpdate: Hashable, Sendable {
                         outOfRange.append(OutOfRangeValue(.repeatMode, value: UInt64(value)))
                     }
                 case (playback, ParameterID.Playback.appName): info.appName = try reader.string(member.id)
+                case (playback, ParameterID.Playback.mediaLibraryUniqueIdentifier): info.mediaLibraryID = try reader.string(member.id)
                 case (playback, ParameterID.Playback.speed): info.playbackRate = Double(try reader.u16(member.id)) / 100
                 case (playback, ParameterID.Playback.devKitPlaybackState):
                     let value = try reader.u8(member.id)
@@ -627,6 +664,7 @@ public struct NowPlayingUpdate: Hashable, Sendable {
         if present.contains(Self.playbackKey(ParameterID.Playback.shuffleMode)) { result.shuffleMode = info.shuffleMode }
         if present.contains(Self.playbackKey(ParameterID.Playback.repeatMode)) { result.repeatMode = info.repeatMode }
         if present.contains(Self.playbackKey(ParameterID.Playback.appName)) { result.appName = info.appName }
+        if present.contains(Self.playbackKey(ParameterID.Playback.mediaLibraryUniqueIdentifier)) { result.mediaLibraryID = info.mediaLibraryID }
         if present.contains(Self.playbackKey(ParameterID.Playback.speed)) { result.playbackRate = info.playbackRate }
         if present.contains(Self.playbackKey(ParameterID.Playback.devKitDefaultPlaybackRate)) { result.defaultPlaybackRate = info.defaultPlaybackRate }
         return result

@@ -204,12 +204,15 @@ public struct NowPlayingInfo: Hashable, Sendable {
     public var repeatMode: RepeatMode
     public var shuffleMode: ShuffleMode
     public var appName: String?
+    /// The media library `itemID` is an item of (PlaybackMediaLibraryUniqueIdentifier);
+    /// nil when what plays is not from one.
+    public var mediaLibraryID: String?
 
     public init(itemID: UInt64? = nil, title: String? = nil, artist: String? = nil, albumTitle: String? = nil, genre: String? = nil,
                 releaseDate: String? = nil, durationMilliseconds: UInt32? = nil, artworkTransferID: UInt8? = nil,
                 artworkImageID: String? = nil, elapsedMilliseconds: UInt32 = 0, playbackRate: Double? = nil, defaultPlaybackRate: Double = 1, queueIndex: UInt32? = nil,
                 queueCount: UInt32? = nil, state: PlaybackState = .unknown, repeatMode: RepeatMode = .off,
-                shuffleMode: ShuffleMode = .off, appName: String? = nil) {
+                shuffleMode: ShuffleMode = .off, appName: String? = nil, mediaLibraryID: String? = nil) {
         self.itemID = itemID
         self.title = title
         self.artist = artist
@@ -230,5 +233,6 @@ public struct NowPlayingInfo: Hashable, Sendable {
         self.repeatMode = repeatMode
         self.shuffleMode = shuffleMode
         self.appName = appName
+        self.mediaLibraryID = mediaLibraryID
     }
 }

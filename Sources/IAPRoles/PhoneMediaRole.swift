@@ -18,10 +18,13 @@ import IAPWire
 public struct PhoneMediaRole: Sendable {
     public enum Output: Hashable, Sendable {
         case send(MediaMessage)
+        /// A message written whole already (a media library batch).
+        case sendMessage(ControlMessage)
         /// Ask the app; answer with `complete`.
         case load(token: UInt32, LoadRequest)
-        /// Send this file over the file-transfer session with this id.
-        case transferFile(id: UInt8, bytes: [UInt8])
+        /// Send this file over the file-transfer session with this id and
+        /// file type (`FileTransferFileType`).
+        case transferFile(id: UInt8, bytes: [UInt8], type: UInt16)
         /// The app's player must pause (the head unit went away).
         case pausePlayback
         case connected(connection: Int)
@@ -35,6 +38,11 @@ public struct PhoneMediaRole: Sendable {
         case play(itemID: String, imageRowEntryID: String?)
         case queue(offset: Int, count: Int)
         case image(id: String, scale: Int)
+        /// Media Library Access: play these library items as the queue,
+        /// from `startIndex` (a play request of the head unit, resolved).
+        case playLibraryItems(libraryID: String, items: [UInt64], startIndex: Int)
+        /// Media Library Access: play what the app has selected.
+        case playLibraryCurrentSelection(libraryID: String)
     }
 
     public enum LoadResult: Hashable, Sendable {
@@ -71,12 +79,15 @@ public struct PhoneMediaRole: Sendable {
     private var nextToken: UInt32 = 1
     private var nextTransfer: UInt8 = 1
     private var hid = HIDRemoteInterpreter()
+    /// The app's media library as Media Library Access serves it.
+    public private(set) var mediaLibrary: MediaLibraryServer
 
-    public init(appName: String, commands: RemoteCommandCenter, offersContent: Bool, loadTimeout: Duration = .seconds(5)) {
+    public init(appName: String, commands: RemoteCommandCenter, offersContent: Bool, loadTimeout: Duration = .seconds(5), library: MediaLibrary? = nil) {
         self.appName = appName
         self.commands = commands
         self.offersContent = offersContent
         self.loadTimeout = loadTimeout
+        mediaLibrary = MediaLibraryServer(library: library)
         nowPlaying.appName = appName
     }
 
@@ -101,6 +112,7 @@ public struct PhoneMediaRole: Sendable {
     public mutating func disconnect(now: LinkInstant) -> [Output] {
         guard let ended = connection else { return [] }
         connection = nil
+        mediaLibrary.disconnect()
         var outputs: [Output] = [.disconnected(connection: ended.number)]
         if nowPlaying.state == .playing {
             nowPlaying.elapsedMilliseconds = elapsed(at: now)
@@ -197,12 +209,15 @@ public struct PhoneMediaRole: Sendable {
         let transfer = takeTransferID()
         current.artwork = (imageID, transfer)
         let mediaItem = NowPlayingSelection(mediaItem: Set(NowPlayingUpdate.mediaAttributeIDs), playback: [])
-        return publish(in: &current, now: now, always: true, only: mediaItem) + [.transferFile(id: transfer, bytes: bytes)]
+        return publish(in: &current, now: now, always: true, only: mediaItem) + [.transferFile(id: transfer, bytes: bytes, type: FileTransferFileType.artwork)]
     }
 
-    private mutating func takeTransferID() -> UInt8 {
-        let transfer = nextTransfer
-        nextTransfer = nextTransfer == 255 ? 1 : nextTransfer + 1
+    private mutating func takeTransferID() -> UInt8 { Self.take(&nextTransfer) }
+
+    /// Transfer ids run 1...255 and round again (0 is never used).
+    private static func take(_ next: inout UInt8) -> UInt8 {
+        let transfer = next
+        next = next == 255 ? 1 : next + 1
         return transfer
     }
 
@@ -220,6 +235,66 @@ public struct PhoneMediaRole: Sendable {
     public mutating func updateCommands(_ change: (inout RemoteCommandCenter) -> Void) -> [Output] {
         change(&commands)
         return connection == nil ? [] : [.send(.advertisedCommands(commands.advertised))]
+    }
+
+    // MARK: Media Library Access
+
+    /// Whether a library sync has a message to send (`nextLibraryMessage`).
+    public var hasLibraryMessage: Bool { connection != nil && mediaLibrary.hasMessageToSend }
+
+    /// The next message of a library sync, at most `budget` bytes, and the
+    /// contents of the playlists it names (sent over the file-transfer session).
+    public mutating func nextLibraryMessage(budget: Int) -> [Output] {
+        guard connection != nil else { return [] }
+        var transfer = nextTransfer
+        let next = mediaLibrary.nextMessage(budget: budget, transferID: { Self.take(&transfer) })
+        nextTransfer = transfer
+        guard let next else { return [] }
+        var outputs: [Output] = [.sendMessage(next.message)]
+        for contents in next.contents {
+            outputs.append(.transferFile(id: contents.transferID, bytes: contents.bytes, type: FileTransferFileType.playlistContents))
+        }
+        return outputs
+    }
+
+    /// The app's library changed: a head unit syncing it hears what changed.
+    public mutating func updateLibrary(_ library: MediaLibrary) -> [Output] {
+        let old = mediaLibrary.library?.revision
+        mediaLibrary.update(library)
+        return old == library.revision ? [] : [.log("media library \(library.description.name) is now revision \(library.revision)")]
+    }
+
+    private mutating func receiveLibrary(_ message: MediaMessage, in current: inout Connection, now: LinkInstant) -> [Output] {
+        switch message {
+        case .startMediaLibraryInformation:
+            let libraries = mediaLibrary.libraries
+            return [.send(.mediaLibraryInformation(libraries)),
+                    .log(libraries.isEmpty ? "media library information: this phone offers no library"
+                                           : "media library information: \(libraries.map { "\($0.name) (\($0.uniqueIdentifier))" }.joined(separator: ", "))")]
+        case .stopMediaLibraryInformation:
+            return [.log("the head unit stopped media library information")]
+        case .startMediaLibraryUpdates(let request):
+            switch mediaLibrary.start(request) {
+            case .started(let revision, let kind): return [.log("media library \(request.libraryID): syncing to revision \(revision): \(kind)")]
+            case .unknownLibrary: return [.log("StartMediaLibraryUpdates for \(request.libraryID), which is not a library of this phone; ignored")]
+            }
+        case .stopMediaLibraryUpdates(let library):
+            mediaLibrary.stop(library)
+            return [.log("media library \(library): updates stopped")]
+        case .playMediaLibrary(let request):
+            switch mediaLibrary.resolve(request) {
+            case .failure(let error):
+                return [.log("play from the media library refused: \(error)")]
+            case .success(let queue):
+                if case .currentSelection(let library) = request {
+                    return [startLoad(.playLibraryCurrentSelection(libraryID: library), requestID: nil, in: &current, now: now)]
+                }
+                return [startLoad(.playLibraryItems(libraryID: request.libraryID, items: queue.items, startIndex: queue.startIndex),
+                                  requestID: nil, in: &current, now: now)]
+            }
+        default:
+            return []
+        }
     }
 
     // MARK: Requests
@@ -293,6 +368,8 @@ public struct PhoneMediaRole: Sendable {
                 outputs.append(.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)"))
             }
             return outputs
+        case .startMediaLibraryInformation, .stopMediaLibraryInformation, .startMediaLibraryUpdates, .stopMediaLibraryUpdates, .playMediaLibrary:
+            return receiveLibrary(message, in: &current, now: now)
         default:
             return [.log("ignored \(message.controlMessage.id == 0 ? "a message" : "an unexpected message") from the head unit")]
         }
@@ -346,6 +423,10 @@ public struct PhoneMediaRole: Sendable {
                 return [startLoad(.play(itemID: item.id, imageRowEntryID: nil), requestID: nil, in: &current, now: now)]
             case (.play(let itemID, _), .done):
                 return [.log("playing \(itemID), the queue's item SetNowPlayingInformation named")]
+            case (.playLibraryItems(let library, let items, let start), .done):
+                return [.log("playing \(items.count) items of media library \(library) from item \(start + 1)")]
+            case (.playLibraryCurrentSelection(let library), .done):
+                return [.log("playing the current selection of media library \(library)")]
             case (_, .failed(let status, let error)):
                 return [answerFailure(pending.request, requestID: nil, status: status, error: error)]
             default:
@@ -393,7 +474,7 @@ public struct PhoneMediaRole: Sendable {
                 return [.send(.imageResponse(requestID: id, .commandFailed, transferID: nil, error: "animated images (\(format)) are not allowed"))]
             }
             let transfer = takeTransferID()
-            return [.send(.imageResponse(requestID: id, .success, transferID: transfer, error: nil)), .transferFile(id: transfer, bytes: bytes)]
+            return [.send(.imageResponse(requestID: id, .success, transferID: transfer, error: nil)), .transferFile(id: transfer, bytes: bytes, type: FileTransferFileType.artwork)]
         default:
             // Kinds only: the values (a page of items, an item id from the
             // head unit) can be too long for one message.
@@ -419,6 +500,7 @@ public struct PhoneMediaRole: Sendable {
         case .play: "play"
         case .queue: "queue"
         case .image: "image"
+        case .playLibraryItems, .playLibraryCurrentSelection: "media library play"
         }
     }
 
@@ -435,6 +517,10 @@ public struct PhoneMediaRole: Sendable {
         guard let id = requestID else {
             // Nobody waits for an answer (the artwork, the queue's item
             // SetNowPlayingInformation named): nothing to answer, only to say.
+            switch request {
+            case .playLibraryItems, .playLibraryCurrentSelection: return .log("\(Self.kind(of: request)) failed: \(status): \(error)")
+            default: break
+            }
             guard case .image(let imageID, _) = request else { return .log("\(Self.kind(of: request)) for the phone's own use failed: \(status): \(error)") }
             return .log("artwork \(imageID) not sent: \(status): \(error)")
         }
@@ -443,6 +529,8 @@ public struct PhoneMediaRole: Sendable {
         case .play: .send(.requestStatus(requestID: id, status, error: error))
         case .queue: .send(.queueResponse(QueueResponse(requestID: id, status: status, error: error)))
         case .image: .send(.imageResponse(requestID: id, status, transferID: nil, error: error))
+        // Media Library Access has no answer to a play: only the log says.
+        case .playLibraryItems, .playLibraryCurrentSelection: .log("\(Self.kind(of: request)) failed: \(status): \(error)")
         }
     }
 

@@ -117,6 +117,9 @@ public struct Connection: Sendable {
     /// The transfers in `fileSenders`, oldest first.
     private var fileSenderOrder: [UInt8] = []
     private var fileReceiver = FileTransferReceiver()
+    /// Phone: playlist contents waiting for one of the transfers open for
+    /// them to finish, oldest first.
+    private var queuedFiles: [(id: UInt8, bytes: [UInt8], type: UInt16)] = []
     /// Phone: loads the app answered, to complete at their time.
     private var completions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
     private var problemsOnLink = 0
@@ -144,6 +147,14 @@ public struct Connection: Sendable {
     /// unit has taken it). A head unit that asks for images and never takes
     /// them cannot make the phone hold more: the oldest is dropped.
     public static let maximumOpenFileTransfers = 16
+
+    /// Phone: playlist contents sent at once; the rest wait their turn (a
+    /// head unit takes a few transfers at a time: this project's takes 4).
+    public static let maximumOpenPlaylistTransfers = 2
+    /// Phone: playlist contents that may wait before the library sync holds
+    /// its next message (so transfer ids, which count to 255, never repeat
+    /// while one is in use).
+    public static let maximumQueuedPlaylistTransfers = 8
 
     public init(_ configuration: Configuration, phone: PhoneMediaRole = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false),
                 headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)? = nil) {
@@ -182,6 +193,7 @@ public struct Connection: Sendable {
         channel.reset()
         fileSenders = [:]
         fileSenderOrder = []
+        queuedFiles = []
         fileReceiver = FileTransferReceiver()
         switch configuration.role {
         case .phone:
@@ -223,6 +235,7 @@ public struct Connection: Sendable {
         identificationDeadline = nil
         stallDeadline = nil
         completions.removeAll()
+        queuedFiles = []
         switch configuration.role {
         case .phone:
             for output in phoneIdentification.linkDown() { roleOutput(output) }
@@ -325,6 +338,23 @@ public struct Connection: Sendable {
     /// A message from outside the roles (a diagnostic ping), sent in order.
     public mutating func send(_ message: ControlMessage, now: LinkInstant) -> [Output] {
         sendMessage(message)
+        return take(now)
+    }
+
+    /// Phone: whether a media library sync has its next message ready for
+    /// when the link has room (`sendMore`). The driver asks after each input.
+    public var wantsToSend: Bool {
+        configuration.role == .phone && controlSession != nil && phone.hasLibraryMessage
+            && queuedFiles.count < Self.maximumQueuedPlaylistTransfers
+    }
+
+    /// Phone: the next message of a media library sync, sized for this
+    /// link: one link packet's payload (at least 1 KiB, at most a message's
+    /// 64 KiB), so a head unit that reads a message per packet is served too.
+    public mutating func sendMore(now: LinkInstant) -> [Output] {
+        guard wantsToSend, let link else { return take(now) }
+        let budget = min(ControlMessage.maximumLength, max(1024, link.maximumPayload))
+        phoneOutputs(phone.nextLibraryMessage(budget: budget))
         return take(now)
     }
 
@@ -558,8 +588,9 @@ public struct Connection: Sendable {
         for output in phoneOutputs {
             switch output {
             case .send(let message): sendMessage(message.controlMessage)
+            case .sendMessage(let message): sendMessage(message)
             case .load(let token, let request): outputs.append(.load(token: token, request))
-            case .transferFile(let id, let bytes): startTransfer(id, bytes)
+            case .transferFile(let id, let bytes, let type): startTransfer(id, bytes, type: type)
             case .pausePlayback: outputs.append(.pausePlayback)
             case .connected(let number): log("media connection \(number) open")
             case .disconnected(let number): log("media connection \(number) closed")
@@ -588,15 +619,20 @@ public struct Connection: Sendable {
         }
     }
 
-    // MARK: - File transfer (artwork)
+    // MARK: - File transfer (artwork, playlist contents)
 
-    private mutating func startTransfer(_ id: UInt8, _ bytes: [UInt8]) {
+    private mutating func startTransfer(_ id: UInt8, _ bytes: [UInt8], type: UInt16) {
         guard let session = fileSession, let link else {
             emit(.problem("file transfer \(id) not started: the link has no file-transfer session"))
             return
         }
+        if type == FileTransferFileType.playlistContents,
+           fileSenders.values.filter({ $0.fileType == FileTransferFileType.playlistContents }).count >= Self.maximumOpenPlaylistTransfers {
+            queuedFiles.append((id, bytes, type))
+            return
+        }
         do {
-            var sender = try FileTransferSender(transferID: id, file: bytes,
+            var sender = try FileTransferSender(transferID: id, file: bytes, fileType: type,
                                                 maximumDataPerDatagram: link.maximumPayload - FileTransferSender.datagramHeaderSize)
             let setup = try sender.start()
             fileSenders[id] = sender
@@ -625,9 +661,12 @@ public struct Connection: Sendable {
                 let output = try sender.handle(.received(datagram))
                 fileSenders[datagram.transferID] = sender
                 for outgoing in output.datagrams { outputs.append(.send(session: session, outgoing.encoded())) }
-                if case .finished = output.state {
+                switch output.state {
+                case .finished, .cancelled:
                     fileSenders[datagram.transferID] = nil
                     fileSenderOrder.removeAll { $0 == datagram.transferID }
+                    startQueuedTransfer()
+                default: break
                 }
             } else {
                 for output in try fileReceiver.receive(datagram) {
@@ -635,8 +674,14 @@ public struct Connection: Sendable {
                     case .send(let answer): outputs.append(.send(session: session, answer.encoded()))
                     case .completed(let id, let file, _):
                         log("file transfer \(id): \(file.count) bytes received")
-                        emit(.fileReceived(transferID: id, bytes: file))
-                    case .cancelled(let id, let reason): log("file transfer \(id) cancelled: \(reason)")
+                        if headUnit.isLibraryTransfer(id) {
+                            headUnitOutputs(headUnit.libraryContentsReceived(transferID: id, bytes: file), now: now)
+                        } else {
+                            emit(.fileReceived(transferID: id, bytes: file))
+                        }
+                    case .cancelled(let id, let reason):
+                        log("file transfer \(id) cancelled: \(reason)")
+                        headUnitOutputs(headUnit.libraryContentsFailed(transferID: id, reason: "\(reason)"), now: now)
                     case .paused(let id): log("file transfer \(id) paused")
                     }
                 }
@@ -644,6 +689,13 @@ public struct Connection: Sendable {
         } catch {
             emit(.problem("file-transfer session: \(error)"))
         }
+    }
+
+    /// Phone: the oldest waiting playlist contents go out once a transfer has ended.
+    private mutating func startQueuedTransfer() {
+        guard !queuedFiles.isEmpty else { return }
+        let next = queuedFiles.removeFirst()
+        startTransfer(next.id, next.bytes, type: next.type)
     }
 
     // MARK: - Helpers

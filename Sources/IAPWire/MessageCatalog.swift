@@ -180,7 +180,8 @@ public enum MessageCatalog {
     public static let mediaItemAttributes: [ParameterSpec] = [
         ParameterSpec(ParameterID.MediaItem.persistentIdentifier, "MediaItemPersistentIdentifier", .uint64),
         ParameterSpec(ParameterID.MediaItem.title, "MediaItemTitle", .utf8),
-        ParameterSpec(ParameterID.MediaItem.mediaType, "MediaItemMediaType", .uint32),
+        ParameterSpec(ParameterID.MediaItem.mediaType, "MediaItemMediaType", .enumeration,
+                      values: [0: "music", 1: "podcast", 2: "audiobook", 3: "iTunes U"]),
         ParameterSpec(ParameterID.MediaItem.rating, "MediaItemRating", .uint8),
         ParameterSpec(ParameterID.MediaItem.playbackDurationInMilliseconds, "MediaItemPlaybackDurationInMilliseconds", .uint32),
         ParameterSpec(ParameterID.MediaItem.albumPersistentIdentifier, "MediaItemAlbumPersistentIdentifier", .uint64),
@@ -259,6 +260,8 @@ public enum MessageCatalog {
         ParameterSpec(3, "MediaPlaylistIsGeniusMix", .bool),
         ParameterSpec(4, "MediaPlaylistIsFolder", .bool),
         ParameterSpec(5, "MediaPlaylistContainedMediaItemsFileTransferIdentifier", .uint8),
+        ParameterSpec(6, "MediaPlaylistIsAppleMusicRadioStation", .bool),
+        ParameterSpec(7, "MediaPlaylistContentTransfer", .none),
     ]
 
     static let mediaLibrary: [MessageSpec] = [
@@ -267,7 +270,7 @@ public enum MessageCatalog {
             ParameterSpec(0, "MediaLibraryInformation", .group, members: [
                 ParameterSpec(0, "MediaLibraryName", .utf8),
                 ParameterSpec(1, "MediaLibraryUniqueIdentifier", .utf8),
-                ParameterSpec(2, "MediaLibraryType", .enumeration),
+                ParameterSpec(2, "MediaLibraryType", .enumeration, values: [0: "local device library", 2: "Apple Music Radio"]),
             ]),
         ]),
         MessageSpec(0x4C02, "StopMediaLibraryInformation"),
@@ -276,6 +279,10 @@ public enum MessageCatalog {
             ParameterSpec(1, "LastKnownMediaLibraryRevision", .utf8),
             ParameterSpec(2, "MediaItemProperties", .group, members: mediaItemAttributes).asWantedList(),
             ParameterSpec(3, "MediaPlaylistProperties", .group, members: mediaPlaylistProperties).asWantedList(),
+            ParameterSpec(4, "MediaLibraryUpdateProgress", .none),
+            ParameterSpec(5, "MediaLibraryIsHidingRemoteItems", .none),
+            ParameterSpec(6, "PlayAllSongsCapable", .none),
+            ParameterSpec(7, "MediaPlaylistContentTransferInfoRequest", .group, members: mediaItemAttributes).asWantedList(),
         ]),
         MessageSpec(0x4C04, "MediaLibraryUpdate", [
             ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8),
@@ -284,6 +291,10 @@ public enum MessageCatalog {
             ParameterSpec(3, "MediaPlaylist", .group, members: mediaPlaylistProperties),
             ParameterSpec(4, "MediaItemDeletePersistentIdentifier", .uint64),
             ParameterSpec(5, "MediaPlaylistDeletePersistentIdentifier", .uint64),
+            ParameterSpec(6, "MediaLibraryReset", .none),
+            ParameterSpec(7, "MediaLibraryUpdateProgress", .uint8),
+            ParameterSpec(8, "MediaLibraryIsHidingRemoteItems", .bool),
+            ParameterSpec(9, "PlayAllSongsCapable", .bool),
         ]),
         MessageSpec(0x4C05, "StopMediaLibraryUpdates", [ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8)]),
         MessageSpec(0x4C06, "PlayMediaLibraryCurrentSelection", [ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8)]),
@@ -294,13 +305,16 @@ public enum MessageCatalog {
         ]),
         MessageSpec(0x4C08, "PlayMediaLibraryCollection", [
             ParameterSpec(0, "CollectionPersistentIdentifier", .uint64),
-            ParameterSpec(1, "CollectionType", .enumeration),
+            ParameterSpec(1, "CollectionType", .enumeration,
+                          values: [0: "playlist", 1: "artist", 2: "album", 3: "album artist", 4: "genre", 5: "composer"]),
             ParameterSpec(2, "CollectionStartingIndex", .uint32),
             ParameterSpec(3, "MediaLibraryUniqueIdentifier", .utf8),
+            ParameterSpec(4, "StartingMediaItemPersistentIdentifier", .uint64),
         ]),
         MessageSpec(0x4C09, "PlayMediaLibrarySpecial", [
             ParameterSpec(0, "MediaLibraryUniqueIdentifier", .utf8),
             ParameterSpec(1, "AllSongs", .none),
+            ParameterSpec(2, "StartingMediaItemPersistentIdentifier", .uint64),
         ]),
     ]
 

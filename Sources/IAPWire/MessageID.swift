@@ -26,6 +26,18 @@ public enum MessageID {
     public static let stopNowPlayingUpdates: UInt16 = 0x5002
     public static let setNowPlayingInformation: UInt16 = 0x5003
 
+    // Media Library Access (MEDIA-LIBRARY-FACTS.md §1).
+    public static let startMediaLibraryInformation: UInt16 = 0x4C00
+    public static let mediaLibraryInformation: UInt16 = 0x4C01
+    public static let stopMediaLibraryInformation: UInt16 = 0x4C02
+    public static let startMediaLibraryUpdates: UInt16 = 0x4C03
+    public static let mediaLibraryUpdate: UInt16 = 0x4C04
+    public static let stopMediaLibraryUpdates: UInt16 = 0x4C05
+    public static let playMediaLibraryCurrentSelection: UInt16 = 0x4C06
+    public static let playMediaLibraryItems: UInt16 = 0x4C07
+    public static let playMediaLibraryCollection: UInt16 = 0x4C08
+    public static let playMediaLibrarySpecial: UInt16 = 0x4C09
+
     // HID.
     public static let startHID: UInt16 = 0x6800
     public static let deviceHIDReport: UInt16 = 0x6801

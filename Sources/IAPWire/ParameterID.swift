@@ -124,6 +124,80 @@ public enum ParameterID {
         public static let devKitReleaseDate: UInt16 = 0x4000
     }
 
+    // MARK: Media Library Access (MEDIA-LIBRARY-FACTS.md §2)
+
+    /// Members of MediaLibraryInformation's repeated group (parameter 0).
+    public enum MediaLibraryInformation {
+        public static let library: UInt16 = 0
+        public static let name: UInt16 = 0
+        public static let uniqueIdentifier: UInt16 = 1
+        public static let type: UInt16 = 2
+    }
+
+    public enum StartMediaLibraryUpdates {
+        public static let uniqueIdentifier: UInt16 = 0
+        public static let lastKnownRevision: UInt16 = 1
+        /// A group of header-only members naming `MediaItem` ids.
+        public static let mediaItemProperties: UInt16 = 2
+        /// A group of header-only members naming `MediaPlaylist` ids.
+        public static let mediaPlaylistProperties: UInt16 = 3
+        public static let updateProgress: UInt16 = 4
+        public static let isHidingRemoteItems: UInt16 = 5
+        public static let playAllSongsCapable: UInt16 = 6
+        public static let playlistContentTransferInfoRequest: UInt16 = 7
+    }
+
+    public enum MediaLibraryUpdate {
+        public static let uniqueIdentifier: UInt16 = 0
+        public static let revision: UInt16 = 1
+        public static let mediaItem: UInt16 = 2
+        public static let mediaPlaylist: UInt16 = 3
+        public static let deletedItem: UInt16 = 4
+        public static let deletedPlaylist: UInt16 = 5
+        public static let reset: UInt16 = 6
+        public static let progress: UInt16 = 7
+        public static let isHidingRemoteItems: UInt16 = 8
+        public static let playAllSongsCapable: UInt16 = 9
+    }
+
+    /// Members of a MediaPlaylist group.
+    public enum MediaPlaylist {
+        public static let persistentIdentifier: UInt16 = 0
+        public static let name: UInt16 = 1
+        public static let parentPersistentIdentifier: UInt16 = 2
+        public static let isGeniusMix: UInt16 = 3
+        public static let isFolder: UInt16 = 4
+        public static let contentsFileTransferIdentifier: UInt16 = 5
+        public static let isAppleMusicRadioStation: UInt16 = 6
+        public static let contentTransfer: UInt16 = 7
+    }
+
+    /// The library named by StopMediaLibraryUpdates and PlayMediaLibraryCurrentSelection.
+    public enum MediaLibraryNamed {
+        public static let uniqueIdentifier: UInt16 = 0
+    }
+
+    public enum PlayMediaLibraryItems {
+        /// Big-endian u64 persistent ids, concatenated.
+        public static let itemPersistentIdentifiers: UInt16 = 0
+        public static let startingIndex: UInt16 = 1
+        public static let uniqueIdentifier: UInt16 = 2
+    }
+
+    public enum PlayMediaLibraryCollection {
+        public static let collectionPersistentIdentifier: UInt16 = 0
+        public static let collectionType: UInt16 = 1
+        public static let startingIndex: UInt16 = 2
+        public static let uniqueIdentifier: UInt16 = 3
+        public static let startingItemPersistentIdentifier: UInt16 = 4
+    }
+
+    public enum PlayMediaLibrarySpecial {
+        public static let uniqueIdentifier: UInt16 = 0
+        public static let allSongs: UInt16 = 1
+        public static let startingItemPersistentIdentifier: UInt16 = 2
+    }
+
     /// Playback attributes (members of NowPlayingUpdate's PlaybackAttributes
     /// group).
     public enum Playback {

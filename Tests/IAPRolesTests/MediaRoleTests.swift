@@ -272,7 +272,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         let pngToken = loads(phone.receive(.imageRequest(requestID: 2, imageID: "art:kind-of-blue", scale: 3), now: t0))[0]
         #expect(pngToken.1 == .image(id: "art:kind-of-blue", scale: 3))
         let outputs = phone.complete(token: pngToken.0, with: app.load(pngToken.1, now: t0).0, now: t0)
-        guard case .transferFile(_, let bytes)? = outputs.last else { Issue.record("no file transfer"); return }
+        guard case .transferFile(_, let bytes, _)? = outputs.last else { Issue.record("no file transfer"); return }
         // Width in the PNG header follows the scale (60 points x 3).
         #expect(Array(bytes[16..<20]) == [0, 0, 0, 180])
     }

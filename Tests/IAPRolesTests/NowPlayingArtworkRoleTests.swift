@@ -12,7 +12,7 @@ import IAPWire
     static let playing = NowPlayingInfo(itemID: 7, title: "So What", artworkImageID: "art:kind-of-blue", state: .playing)
 
     static func transfers(_ outputs: [PhoneMediaRole.Output]) -> [(UInt8, [UInt8])] {
-        outputs.compactMap { if case .transferFile(let id, let bytes) = $0 { (id, bytes) } else { nil } }
+        outputs.compactMap { if case .transferFile(let id, let bytes, _) = $0 { (id, bytes) } else { nil } }
     }
 
     static func logs(_ outputs: [PhoneMediaRole.Output]) -> [String] {
