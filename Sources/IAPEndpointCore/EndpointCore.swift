@@ -194,7 +194,8 @@ public struct EndpointCore: Sendable {
         var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
         if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         let connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication),
-                                    phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits), nowPlaying: nowPlaying)
+                                    phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits, syncsMediaLibrary: kind == .headUnit),
+                                    nowPlaying: nowPlaying)
         self.init(configuration: Configuration(link: LinkConfiguration(role: kind.linkRole, answersIAP1: servesLegacy), coalescesWrites: coalescesWrites),
                   connection: connection, app: kind == .phone ? app : nil, verifiesLegacy: authentication == .required)
     }

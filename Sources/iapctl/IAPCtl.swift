@@ -28,7 +28,7 @@ struct IAPCtl: AsyncParsableCommand {
         completion script (README, "Shell completion and man page").
         """,
         version: "0.1.0",
-        subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Ping.self, Gadget.self, Devices.self, Monitor.self, Supervise.self]
+        subcommands: [Demo.self, Decode.self, Conformance.self, Phone.self, HeadUnit.self, Library.self, Ping.self, Gadget.self, Devices.self, Monitor.self, Supervise.self]
     )
 
     static func main() async {

@@ -111,7 +111,7 @@ import IAPWire
         let early = phone.received(ControlMessage(id: MessageID.startNowPlayingUpdates))
         #expect(early == [.log("error: StartNowPlayingUpdates before identification; ignored")])
         _ = phone.received(AccessoryIdentity.devKitHeadUnit.message)
-        let undeclared = phone.received(ControlMessage(id: 0x4C00))
+        let undeclared = phone.received(ControlMessage(id: 0xAE00))  // StartPowerUpdates: not declared
         #expect(undeclared.count == 1)
         guard case .log(let line)? = undeclared.first else {
             Issue.record("expected a log line for an undeclared message, got \(undeclared)")
