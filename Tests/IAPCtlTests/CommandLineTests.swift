@@ -257,7 +257,7 @@ import Testing
     @Test func anUnknownCommandIsNamedWithTheCommands() throws {
         let outcome = try Self.run(["frob"])
         #expect(outcome.status == 64)
-        #expect(outcome.stderrLines.first == "Error: unknown command 'frob'; the commands are: demo, decode, conformance, phone, head-unit, ping, gadget, devices, monitor, supervise",
+        #expect(outcome.stderrLines.first == "Error: unknown command 'frob'; the commands are: demo, decode, conformance, phone, head-unit, library, ping, gadget, devices, monitor, supervise",
                 "\(outcome.stderr)")
     }
 
