@@ -9,7 +9,7 @@ extension ConformanceCase {
         windowFull, sequenceWrap, cumulativeAckTiming, retransmissionExhaustion, eakRecovery, resetMidStream,
         garbageBeforeSync, corruptedChecksums, duplicatesAndReordering, lossSweep, interleavedSessions,
         messageSpanningPackets, backpressure, peerRestart, silentPeer, renegotiation,
-    ] + sessionCases + endpointCases
+    ] + sessionCases + mediaLibraryCases + endpointCases
 
     public static func named(_ name: String) -> ConformanceCase? { all.first { $0.name == name } }
 

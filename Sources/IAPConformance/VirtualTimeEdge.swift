@@ -87,7 +87,7 @@ public struct VirtualTimeEdge: Sendable {
         var commands = app.commandCenter()
         if feedback { app.registerFeedback(&commands) }
         let app = self.app
-        let connection = Connection(configuration, phone: PhoneMediaRole(appName: app.appName, commands: commands, offersContent: true),
+        let connection = Connection(configuration, phone: PhoneMediaRole(appName: app.appName, commands: commands, offersContent: true, library: app.mediaLibrary),
                                     nowPlaying: { now in app.nowPlaying(at: now) })
         return EndpointCore(configuration: EndpointCore.Configuration(link: link, coalescesWrites: coalescesWrites), connection: connection, app: app,
                             verifiesLegacy: configuration.authentication == .required)

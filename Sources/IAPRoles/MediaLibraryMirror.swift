@@ -22,6 +22,8 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
     public private(set) var awaitingContents: Set<UInt64> = []
     /// Items and playlists dropped because a limit was reached.
     public private(set) var dropped = 0
+    /// MediaLibraryReset flags applied.
+    public private(set) var resets = 0
 
     public static let maximumItems = 250_000
     public static let maximumPlaylists = 10_000
@@ -35,6 +37,7 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
     /// contents, each with its playlist.
     public mutating func apply(_ update: MediaLibraryUpdate) -> [(transferID: UInt8, playlistID: UInt64)] {
         if update.reset {
+            resets += 1
             items = [:]
             playlists = [:]
             itemOrder = []
