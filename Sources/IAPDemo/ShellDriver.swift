@@ -97,7 +97,12 @@ public final class ShellDriver: Sendable {
 
     /// Runs the lines the role is ready for; on the endpoint's task.
     private func advance(_ connection: inout Connection, now: LinkInstant) -> [Connection.Output] {
-        guard connection.isMediaConnected, connection.headUnit.appName != nil else { return [] }
+        // Ready once the phone has said something of what it offers: its
+        // app (the dev-kit extension), its media libraries or now playing.
+        // A phone that speaks only standard iAP2 never sends the first.
+        let headUnit = connection.headUnit
+        guard connection.isMediaConnected,
+              headUnit.appName != nil || headUnit.mediaLibraryInformationReceived || headUnit.nowPlaying.updates > 0 else { return [] }
         var outputs: [Connection.Output] = []
         // A script waits for the answers to a line, and for a watch to end, before its next line.
         while connection.headUnit.nextDeadline == nil, !state.withLock({ $0.watching }), let line = nextLine() {

@@ -61,6 +61,10 @@ public final class HeadUnit: Sendable {
         case problem(String)
         /// The connection ended; no more events follow.
         case disconnected(String)
+        /// The media libraries the phone offers (Media Library Access); empty: none.
+        case mediaLibraries([MediaLibraryDescription])
+        /// A library reached 100 %, first or after a change: bind lists to its views.
+        case mediaLibrarySynced(MediaLibraryMirror)
     }
 
     /// Every event of the connection, in order. Bounded: when nobody reads,
@@ -232,6 +236,32 @@ public final class HeadUnit: Sendable {
         }
     }
 
+    /// The phone's media libraries (Media Library Access), each synced to
+    /// 100 % with its playlists' contents: items, playlists and the views a
+    /// car offers (artists, albums, songs, genres, composers, playlists).
+    /// Waits for the first sync; later changes arrive as
+    /// `Event.mediaLibrarySynced`. Throws `HeadUnitError.noMediaLibrary`
+    /// when the phone offers none.
+    public func mediaLibraries() async throws -> [MediaLibraryMirror] {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready = state.withLock { waiters -> Result<[MediaLibraryMirror], HeadUnitError>? in
+                if let ended = waiters.ended { return .failure(ended) }
+                if waiters.offersNoLibrary { return .failure(.noMediaLibrary) }
+                if let synced = waiters.syncedLibraries { return .success(synced) }
+                waiters.libraries.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    /// Asks the phone to play from a library (PlayMediaLibraryItems,
+    /// Collection, Special or CurrentSelection). There is no answer: now
+    /// playing names the item and the library when the phone plays it.
+    public func play(_ request: MediaLibraryPlayRequest) async throws {
+        let _: Void = try await self.request({ $0.presses.append($1) }, answered: { $0.pressed() }) { role, _ in role.playFromLibrary(request) }
+    }
+
     /// Presses and releases a button of the steering-wheel remote (HID). HID
     /// has no answer: the effect shows in now playing.
     public func press(_ button: HIDRemote.Button) async throws {
@@ -277,7 +307,7 @@ public final class HeadUnit: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let ready = state.withLock { waiters -> Result<Void, HeadUnitError>? in
                     if let ended = waiters.ended { return .failure(ended) }
-                    if waiters.appName != nil { return .success(()) }
+                    if waiters.appName != nil || waiters.libraryInformation { return .success(()) }
                     waiters.connected.append(continuation)
                     return nil
                 }
@@ -311,6 +341,8 @@ public enum HeadUnitError: Error, Hashable, Sendable, CustomStringConvertible {
     case imageUnavailable(RequestStatus)
     /// No authenticator could be made.
     case noAuthenticator(String)
+    /// The phone offers no media library (MediaLibraryInformation listed none).
+    case noMediaLibrary
 
     public var description: String {
         switch self {
@@ -320,6 +352,7 @@ public enum HeadUnitError: Error, Hashable, Sendable, CustomStringConvertible {
         case .browseFailed(let status, let reason): "the phone could not list the container (\(status)): \(reason)"
         case .imageUnavailable(let status): "the phone could not give the image (\(status))"
         case .noAuthenticator(let reason): reason
+        case .noMediaLibrary: "the phone offers no media library"
         }
     }
 }
@@ -342,6 +375,13 @@ struct Waiters: Sendable {
     /// The last file now playing named as its artwork.
     var artwork: (id: UInt8, bytes: [UInt8])?
     var appName: String?
+    /// The phone answered StartMediaLibraryInformation: it is ready, whether
+    /// or not it speaks the dev-kit extension.
+    var libraryInformation = false
+    var offersNoLibrary = false
+    /// Every offered library, once all are synced.
+    var syncedLibraries: [MediaLibraryMirror]?
+    var libraries: [Waiter<[MediaLibraryMirror]>] = []
     var advertised: [AdvertisedCommand] = []
     var nowPlaying = NowPlayingModel()
     /// Set when the connection has ended: every later call fails with it.
@@ -380,9 +420,28 @@ struct Waiters: Sendable {
 
     private mutating func handle(_ event: HeadUnitMediaRole.Event, headUnit: HeadUnitMediaRole, feed: AsyncStream<HeadUnit.Event>.Continuation) {
         switch event {
-        case .mediaLibraries, .mediaLibraryUpdated, .mediaLibrarySynced, .mediaLibraryProblem:
-            // IAPKit's head unit does not offer the media library yet.
+        case .mediaLibraries(let offered):
+            libraryInformation = true
+            feed.yield(.mediaLibraries(offered))
+            // A phone that speaks only standard iAP2 is ready now.
+            for waiter in connected { waiter.resume() }
+            connected = []
+            if offered.isEmpty {
+                offersNoLibrary = true
+                for waiter in libraries { waiter.resume(throwing: HeadUnitError.noMediaLibrary) }
+                libraries = []
+            }
+        case .mediaLibrarySynced(let id, _):
+            if let mirror = headUnit.mediaLibraries[id] { feed.yield(.mediaLibrarySynced(mirror)) }
+            let offered = headUnit.offeredLibraries.compactMap { headUnit.mediaLibraries[$0] }
+            guard offered.count == headUnit.offeredLibraries.count, offered.allSatisfy(\.isSynced) else { break }
+            syncedLibraries = offered
+            for waiter in libraries { waiter.resume(returning: offered) }
+            libraries = []
+        case .mediaLibraryUpdated:
             break
+        case .mediaLibraryProblem(let problem):
+            feed.yield(.problem(problem))
         case .appInformation(let name, let hasContentTree):
             appName = name
             ended = nil
@@ -453,6 +512,9 @@ struct Waiters: Sendable {
             // What the phone said belongs to the connection that ended: a
             // track shown as still playing would be stale state.
             appName = nil
+            libraryInformation = false
+            offersNoLibrary = false
+            syncedLibraries = nil
             advertised = []
             nowPlaying = NowPlayingModel()
             artwork = nil
@@ -465,6 +527,8 @@ struct Waiters: Sendable {
         for waiter in queues { waiter.resume(throwing: error) }
         for waiter in images.values.joined() { waiter.resume(throwing: error) }
         for waiter in presses { waiter.resume(throwing: error) }
+        for waiter in libraries { waiter.resume(throwing: error) }
+        libraries = []
         for waiter in fileWaiters.values { waiter.resume(throwing: error) }
         connected = []; tabs = []; containers = [:]; selections = [:]; commands = [:]; queues = []; images = [:]; presses = []; fileWaiters = [:]
         files = []

@@ -83,6 +83,11 @@ public struct HeadUnitMediaRole: Sendable {
     private var nextRequestID: UInt32 = 1
     /// Whether it asks for the phone's media libraries at connect.
     public let syncsMediaLibrary: Bool
+    /// Whether the phone has sent a message of the dev-kit extension on this
+    /// connection (its commands or app information). Until it has, this end
+    /// sends none (a phone that speaks only standard iAP2 never does):
+    /// commands go as HID presses, and nothing waits for the extension.
+    public private(set) var phoneSpeaksExtension = false
     /// The phone's libraries as kept, by identifier; kept across connections
     /// (a library's identifier names one phone's library), so a phone that
     /// comes back is asked for what changed since the revision kept.
@@ -118,12 +123,14 @@ public struct HeadUnitMediaRole: Sendable {
 
     // MARK: Connection
 
-    /// States the limits up front and subscribes to now playing (the screen
-    /// is configured at connect time, not when first shown).
+    /// Subscribes to now playing, starts the media remote and asks for the
+    /// phone's media libraries (standard iAP2, as a production head unit
+    /// does, in that order). The limits go when the phone shows it speaks
+    /// the dev-kit extension (MediaAppInformation), before any browse.
     public mutating func connect(now: LinkInstant) -> [Output] {
         reset()
         var outputs: [Output] = [
-            .send(.limits(limits)), .send(.startNowPlayingUpdates(.all)),
+            .send(.startNowPlayingUpdates(.all)),
             .send(.startHID(StartHIDMessage(componentIdentifier: remote.componentIdentifier, vendorIdentifier: remote.vendorIdentifier,
                                             productIdentifier: remote.productIdentifier, reportDescriptor: HIDRemote.reportDescriptor))),
         ]
@@ -155,6 +162,7 @@ public struct HeadUnitMediaRole: Sendable {
         pending = [:]
         offeredLibraries = []
         mediaLibraryInformationReceived = false
+        phoneSpeaksExtension = false
         libraryTransfers = [:]
         for id in mediaLibraries.keys { mediaLibraries[id]?.abandonContents() }
     }
@@ -289,7 +297,29 @@ public struct HeadUnitMediaRole: Sendable {
     }
 
     public mutating func send(_ command: RemoteCommand, now: LinkInstant) -> [Output] {
-        request(.remoteCommand(requestID: 0, command), .command(command), now: now)
+        guard phoneSpeaksExtension else {
+            // A phone that speaks only standard iAP2 takes commands as the
+            // steering-wheel remote's presses; HID has no answer, so the
+            // status says the press went out (or that no button does it).
+            guard let button = Self.button(for: command) else { return [.event(.commandStatus(command, .commandFailed))] }
+            return press(button) + [.event(.commandStatus(command, .success))]
+        }
+        return request(.remoteCommand(requestID: 0, command), .command(command), now: now)
+    }
+
+    /// The remote's button for a command, where one does it.
+    static func button(for command: RemoteCommand) -> HIDRemote.Button? {
+        switch command {
+        case .play: .play
+        case .pause: .pause
+        case .togglePlayPause: .playPause
+        case .stop: .stop
+        case .nextTrack: .nextTrack
+        case .previousTrack: .previousTrack
+        case .seekForward(true): .fastForward
+        case .seekBackward(true): .rewind
+        default: nil
+        }
     }
 
     /// "Up next" from its first item; pages asked for before are no longer
@@ -337,8 +367,13 @@ public struct HeadUnitMediaRole: Sendable {
         case .appInformation(let name, let hasContent):
             appName = name
             hasContentTree = hasContent
-            return [.event(.appInformation(name: name, hasContentTree: hasContent))]
+            // The phone speaks the dev-kit extension: its limits go first,
+            // before any browse request.
+            let limits: [Output] = phoneSpeaksExtension ? [] : [.send(.limits(self.limits))]
+            phoneSpeaksExtension = true
+            return limits + [.event(.appInformation(name: name, hasContentTree: hasContent))]
         case .advertisedCommands(let commands):
+            phoneSpeaksExtension = true
             advertised = commands
             hasCommandSet = true
             let feedback = commands.filter { $0.kind.isRadioFeedback }

@@ -344,7 +344,21 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         var headUnit = HeadUnitMediaRole()
         let messages = sent(headUnit.connect(now: t0))
         #expect(messages.contains(.startNowPlayingUpdates(.all)))
-        #expect(messages.contains { if case .limits = $0 { true } else { false } })
+        #expect(messages.contains(.startMediaLibraryInformation))
+        // The extension's limits only once the phone shows it speaks the extension.
+        #expect(!messages.contains { if case .limits = $0 { true } else { false } })
+        let answer = sent(headUnit.receive(.appInformation(name: "App", hasContentTree: true), now: t0))
+        #expect(answer.first.map { if case .limits = $0 { true } else { false } } == true)
+    }
+
+    @Test func aPhoneThatSpeaksOnlyStandardIAP2GetsCommandsAsRemotePresses() {
+        var headUnit = HeadUnitMediaRole()
+        _ = headUnit.connect(now: t0)
+        let outputs = headUnit.send(.nextTrack, now: t0)
+        #expect(sent(outputs).allSatisfy { if case .accessoryHIDReport = $0 { true } else { false } } && sent(outputs).count == 2)
+        #expect(outputs.last == .event(.commandStatus(.nextTrack, .success)))
+        #expect(headUnit.send(.changeRepeatMode(.all), now: t0) == [.event(.commandStatus(.changeRepeatMode(.all), .commandFailed))])
+        #expect(headUnit.nextDeadline == nil, "a press waits for no answer")
     }
 
     @Test func upNextMayHoldItemsOutsideTheBrowseTree() throws {
@@ -474,6 +488,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     @Test func headUnitCommandsTimeOutAndSayStatus() {
         var headUnit = HeadUnitMediaRole(requestTimeout: .seconds(1))
         _ = headUnit.connect(now: t0)
+        _ = headUnit.receive(.appInformation(name: "App", hasContentTree: false), now: t0)
         guard case .remoteCommand(let id, _)? = sent(headUnit.send(.nextTrack, now: t0)).first else {
             Issue.record("a command sent no remote-command message")
             return

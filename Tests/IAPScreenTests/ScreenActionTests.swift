@@ -37,6 +37,8 @@ import IAPRoles
     @Test func actionsBecomeTheRoleRequests() throws {
         var role = HeadUnitMediaRole()
         let now = LinkInstant.milliseconds(1)
+        // A phone that speaks the dev-kit extension (commands go as RemoteCommand).
+        _ = role.receive(.appInformation(name: "App", hasContentTree: true), now: now)
         let outputs = try decode(#"{"action":"command","name":"change_shuffle_mode","value":"songs"}"#).perform(on: &role, now: now)
         guard case .send(.remoteCommand(_, let command))? = outputs.first else {
             Issue.record("no remote command sent: \(outputs)")
