@@ -10,6 +10,8 @@ public struct HeadUnitShell: Sendable {
     /// is not there, a bad argument): a script with any fails at its end.
     public private(set) var mistakes = 0
     var watchUntil: LinkInstant?
+    /// Where the shell is in the phone's media library (`lib`).
+    private(set) var library = LibraryBrowser()
     /// Whether a line's answer starts with the line itself (`> ls`): for a
     /// script's transcript; at a terminal the prompt already shows it.
     var echoes = true
@@ -26,6 +28,8 @@ public struct HeadUnitShell: Sendable {
         "queue [more]          up next (its next page)",
         "np, watch [SECONDS]   now playing, once or every second",
         "art N                 fetch row N's image over the file-transfer session",
+        "lib [N | ..]          the phone's media library: artists, albums, songs, genres, composers, playlists; open row N (a song plays)",
+        "lplay N               play library row N: a song from there, an artist, album, genre, composer or playlist whole",
         "buttons               the transport buttons shown now",
         "press BUTTON          a steering-wheel press over HID: play-pause, next, previous, stop, fast-forward, rewind",
         "quit",
@@ -34,7 +38,7 @@ public struct HeadUnitShell: Sendable {
     var current: String { path.last ?? "" }
 
     /// The commands, for completion.
-    public static let commands = ["art", "back", "bookmark", "buttons", "cd", "dislike", "help", "like", "ls", "more", "next", "np",
+    public static let commands = ["art", "back", "bookmark", "buttons", "cd", "dislike", "help", "lib", "like", "lplay", "ls", "more", "next", "np",
                                   "pause", "play", "prev", "press", "queue", "quit", "rate", "repeat", "retry", "seek", "shuffle",
                                   "skip", "stop", "toggle", "unlike", "watch"]
 
@@ -140,6 +144,18 @@ public struct HeadUnitShell: Sendable {
         case "press":
             guard let button = Self.buttons[argument.lowercased()] else { return mistake("press one of: " + Self.buttons.keys.sorted().joined(separator: ", ")) }
             return (role.press(button), text)
+        case "lib", "library":
+            switch library.open(argument, role: role) {
+            case .opened: return ([], text + library.listing(role))
+            case .play(let request): return (role.playFromLibrary(request), text)
+            case .mistake(let message): return mistake(message)
+            }
+        case "lplay":
+            switch library.play(argument, role: role) {
+            case .play(let request): return (role.playFromLibrary(request), text)
+            case .opened: return ([], text)
+            case .mistake(let message): return mistake(message)
+            }
         case "buttons":
             return ([], text + ["\(role.radioControls ? "radio" : "standard") controls: " + role.buttons.map(\.description).joined(separator: ", ")])
         case "quit", "exit":

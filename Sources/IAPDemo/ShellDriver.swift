@@ -105,7 +105,7 @@ public final class ShellDriver: Sendable {
               headUnit.appName != nil || headUnit.mediaLibraryInformationReceived || headUnit.nowPlaying.updates > 0 else { return [] }
         var outputs: [Connection.Output] = []
         // A script waits for the answers to a line, and for a watch to end, before its next line.
-        while connection.headUnit.nextDeadline == nil, !state.withLock({ $0.watching }), let line = nextLine() {
+        while connection.headUnit.nextDeadline == nil, !state.withLock({ $0.watching }), !waitsForLibrary(connection.headUnit), let line = nextLine() {
             var shell = state.withLock { $0.shell }
             var printed: [String] = []
             outputs += connection.headUnitDoes(now: now) { role, now in
@@ -125,6 +125,13 @@ public final class ShellDriver: Sendable {
         let idle = connection.headUnit.nextDeadline == nil
         state.withLock { $0.idle = idle }
         return outputs
+    }
+
+    /// A library line (`lib`, `lplay`) waits while the library syncs.
+    private func waitsForLibrary(_ headUnit: HeadUnitMediaRole) -> Bool {
+        guard headUnit.isSyncingMediaLibrary, let line = state.withLock({ $0.lines.first }) else { return false }
+        let verb = line.split(separator: " ").first?.lowercased() ?? ""
+        return ["lib", "library", "lplay"].contains(verb)
     }
 
     private func nextLine() -> String? {

@@ -116,15 +116,16 @@ public final class MediaEndpoint: @unchecked Sendable {
     ///   - authentication: the edge's cryptography for the session's authentication.
     ///   - logger: link events, session stages, problems; the head unit's
     ///     media events in words at debug (`observe` has them typed).
+    ///   - mediaLibraries: head unit: phone libraries kept from earlier connections.
     public init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
-                authentication: EndpointAuthentication = .off, logger: Logger) {
+                authentication: EndpointAuthentication = .off, mediaLibraries: [MediaLibraryMirror] = [], logger: Logger) {
         self.kind = kind
         self.transport = transport
         self.logger = logger
         self.app = kind == .phone ? app : nil
         self.authentication = authentication
         core = EndpointCore(kind: kind, app: app, headUnitLimits: headUnitLimits, authentication: authentication.policy,
-                            coalescesWrites: transport.acceptsCoalescedWrites)
+                            coalescesWrites: transport.acceptsCoalescedWrites, mediaLibraries: mediaLibraries)
         reference.endpoint = self
         timer.start { [reference] in reference.endpoint?.submit(.tick) }
     }

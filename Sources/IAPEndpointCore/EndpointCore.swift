@@ -186,15 +186,17 @@ public struct EndpointCore: Sendable {
 
     /// The core of an end of `kind` as the CLI and IAPKit run it: a phone
     /// with an app serves it over iAP2 and to an iAP1 head unit.
+    ///   - mediaLibraries: head unit: the phone libraries kept from earlier
+    ///     connections (a returning phone is asked for what changed since).
     public init(kind: EndKind, app: (any MediaApp)?, headUnitLimits: HeadUnitLimits = .audioApps, authentication: AuthenticationPolicy,
-                coalescesWrites: Bool = true) {
+                coalescesWrites: Bool = true, mediaLibraries: [MediaLibraryMirror] = []) {
         let servesLegacy = kind == .phone && app != nil
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
                                    offersContent: kind == .phone && app?.offersContent == true, library: kind == .phone ? app?.mediaLibrary : nil)
         var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
         if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         let connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication),
-                                    phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits, syncsMediaLibrary: kind == .headUnit),
+                                    phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits, syncsMediaLibrary: kind == .headUnit, mediaLibraries: mediaLibraries),
                                     nowPlaying: nowPlaying)
         self.init(configuration: Configuration(link: LinkConfiguration(role: kind.linkRole, answersIAP1: servesLegacy), coalescesWrites: coalescesWrites),
                   connection: connection, app: kind == .phone ? app : nil, verifiesLegacy: authentication == .required)

@@ -212,6 +212,12 @@ public struct HeadUnitMediaRole: Sendable {
         }
     }
 
+    /// Whether a library the phone offered on this connection is still on
+    /// its way (below 100 %, or its playlists' contents missing).
+    public var isSyncingMediaLibrary: Bool {
+        offeredLibraries.contains { mediaLibraries[$0]?.isSynced != true }
+    }
+
     /// Whether a file-transfer id was announced for a playlist's contents.
     public func isLibraryTransfer(_ transferID: UInt8) -> Bool { libraryTransfers[transferID] != nil }
 

@@ -75,14 +75,14 @@ func secondsText(_ value: Double) -> String {
 /// `tcp-listen:` it serves one peer after another until stopped, unless
 /// `once`.
 func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: ServingOptions, library: SampleLibrary = .standard,
-             screen: HeadUnitScreen? = nil, maximumConnections: Int = 1) async throws {
+             screen: HeadUnitScreen? = nil, maximumConnections: Int = 1, libraryCache: MediaLibraryCache? = nil) async throws {
     let logger = Log()
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
         let shell = ShellFeed()
         if kind == .headUnit || other != nil, !once { StandardInputLines.start(interrupt: shell.interrupt) { shell.feed($0) } }
         let outcome = try await runConnection(kind, transport: transport, other: other, options: options, once: once, library: library,
-                                              shell: shell, logger: logger, screen: screen)
+                                              shell: shell, logger: logger, screen: screen, libraryCache: libraryCache)
         if let screen, !outcome.quit {
             // The page keeps showing how the connection ended until the program is stopped.
             logger(kind.rawValue, "the connection ended; the screen stays up until Ctrl-C")
@@ -109,7 +109,7 @@ func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: Se
         let transport = traceFile?.recording(accepted, as: kind, connection: number) ?? accepted
         let idle = serving.limit.map { (limit: $0, counting: peerConnected) }
         let outcome = try await runConnection(kind, transport: transport, other: nil, options: options, once: false, library: library,
-                                              shell: shell, logger: logger, screen: screen, serving: true, idle: idle)
+                                              shell: shell, logger: logger, screen: screen, serving: true, idle: idle, libraryCache: libraryCache)
         if outcome.quit { return }
         logger(kind.rawValue, "connection #\(number) ended; waiting for the next")
     }
@@ -235,11 +235,22 @@ struct ConnectionOutcome {
 /// for `idle.limit` since the peer connected (`idle.counting`).
 func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, options: TransportOptions, once: Bool,
                    library: SampleLibrary, shell: ShellFeed, logger: Log, screen: HeadUnitScreen? = nil,
-                   serving: Bool = false, idle: (limit: Duration, counting: OnceSet)? = nil, label: String? = nil) async throws -> ConnectionOutcome {
+                   serving: Bool = false, idle: (limit: Duration, counting: OnceSet)? = nil, label: String? = nil,
+                   libraryCache: MediaLibraryCache? = nil) async throws -> ConnectionOutcome {
     let interactive = isatty(0) == 1
     func endpoint(_ kind: EndKind, over transport: Transport) throws -> MediaEndpoint {
-        MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
-                      authentication: try options.authentication.endpointAuthentication(for: kind), logger: Logger(label: label ?? kind.rawValue))
+        let logger = Logger(label: label ?? kind.rawValue)
+        let kept = kind == .headUnit ? libraryCache?.load(logger: logger) ?? [] : []
+        let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
+                                     authentication: try options.authentication.endpointAuthentication(for: kind), mediaLibraries: kept, logger: logger)
+        if kind == .headUnit, let libraryCache {
+            endpoint.observe { event, connection in
+                if case .media(.mediaLibrarySynced(let id, _)) = event, let mirror = connection.headUnit.mediaLibraries[id] {
+                    libraryCache.save(mirror, logger: logger)
+                }
+            }
+        }
+        return endpoint
     }
     let end = try endpoint(kind, over: transport)
     let counterpartKind: EndKind = kind == .phone ? .headUnit : .phone
@@ -454,6 +465,8 @@ struct HeadUnit: AsyncParsableCommand {
 
     @OptionGroup(title: "Role switch (USB)") var roleSwitching: RoleSwitchOptions
 
+    @OptionGroup(title: "Media library") var libraryCache: MediaLibraryCacheOptions
+
     func validate() throws {
         if once && ui != nil { throw ValidationError("--once exits after the first now-playing update and --ui keeps the screen up: give one") }
         if uiAllowRemote && ui == nil { throw ValidationError("--ui-allow-remote goes with --ui") }
@@ -468,6 +481,7 @@ struct HeadUnit: AsyncParsableCommand {
             try await runRoleSwitchedHeadUnit(mode: mode, switchOptions: roleSwitching, options: options, once: once, screen: screen)
             return
         }
-        try await runRole(.headUnit, options: options, once: once, serving: serving, screen: screen)
+        try await runRole(.headUnit, options: options, once: once, serving: serving, screen: screen, libraryCache: libraryCache.cache)
+        MediaLibraryCache.flush()
     }
 }
