@@ -244,7 +244,8 @@ public final class SampleApp: Sendable {
         self.appName = appName
         self.supportedRates = supportedRates
         let served = library.mediaLibrary(named: appName)
-        mediaLibrary = served.library
+        // A library without albums or podcasts (only radio) offers no media library.
+        mediaLibrary = served.library.items.isEmpty ? nil : served.library
         libraryItemIDs = served.itemIDs
         var tracks: [UInt64: SampleTrack] = [:]
         for track in library.albums.flatMap(\.tracks) + library.podcasts { if let id = served.itemIDs[track.id] { tracks[id] = track } }
