@@ -62,6 +62,17 @@ let package = Package(
             name: "browse-loop",
             dependencies: [.product(name: "IAPConformance", package: "iap-devkit")]
         ),
+        // A media library synced in one process, against the codec alone (Docs/Performance.md, "Media library").
+        .executableTarget(
+            name: "library-sync",
+            dependencies: [
+                .product(name: "IAPConformance", package: "iap-devkit"),
+                .product(name: "IAPDemo", package: "iap-devkit"),
+                .product(name: "IAPRoles", package: "iap-devkit"),
+                .product(name: "IAPLink", package: "iap-devkit"),
+                .product(name: "IAPWire", package: "iap-devkit"),
+            ]
+        ),
         // Writes a large, realistic usbmon pcapng for decode-vs-tshark.sh.
         .executableTarget(
             name: "make-usbmon-capture",

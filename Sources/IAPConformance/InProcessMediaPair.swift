@@ -21,8 +21,12 @@ public struct InProcessMediaPair: Sendable {
     private var wire: [(LinkRole, [UInt8])] = []
     private var pumping = false
 
-    public init() {
-        app = SampleApp()
+    /// Bytes the phone has written towards the head unit, and the head unit towards the phone.
+    public private(set) var bytesWritten: (phone: Int, headUnit: Int) = (0, 0)
+
+    /// - Parameter app: what the phone serves (its content tree and media library).
+    public init(app: SampleApp = SampleApp()) {
+        self.app = app
         edge = VirtualTimeEdge(app: app)
         var parameters = LinkParameters(maximumOutstandingPackets: 16, maximumPacketLength: 4096)
         parameters.maximumCumulativeAcks = 16
@@ -46,6 +50,18 @@ public struct InProcessMediaPair: Sendable {
         return headUnit.headUnit.containers[containerID]?.items.count ?? 0
     }
 
+    /// Lets time pass until `done` holds (at most `limit`): the head unit's
+    /// media library sync, say, which the link's window paces.
+    @discardableResult
+    public mutating func run(until done: (Self) -> Bool, limit: Duration = .seconds(3600)) -> Bool {
+        let end = now + limit
+        while !done(self) {
+            guard now < end else { return false }
+            settle()
+        }
+        return true
+    }
+
     /// Lets the link's delayed acknowledgements go out, as time would.
     public mutating func settle() {
         now = now + .milliseconds(100)
@@ -59,9 +75,9 @@ public struct InProcessMediaPair: Sendable {
     private mutating func serve(_ outputs: [EndpointCore.Output], from role: LinkRole) {
         let target: LinkRole = role == .accessory ? .device : .accessory
         if role == .device {
-            edge.serve(outputs, &phoneCore, now: now) { if case .write(let bytes) = $0 { wire.append((target, bytes)) } }
+            edge.serve(outputs, &phoneCore, now: now) { if case .write(let bytes) = $0 { wire.append((target, bytes)); bytesWritten.phone += bytes.count } }
         } else {
-            edge.serve(outputs, &headUnitCore, now: now) { if case .write(let bytes) = $0 { wire.append((target, bytes)) } }
+            edge.serve(outputs, &headUnitCore, now: now) { if case .write(let bytes) = $0 { wire.append((target, bytes)); bytesWritten.headUnit += bytes.count } }
         }
         guard !pumping else { return }
         pumping = true

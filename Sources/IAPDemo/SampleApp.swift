@@ -39,6 +39,14 @@ public struct SampleLibrary: Hashable, Sendable, Codable {
         public var artist: String
         public var imageID: String
         public var tracks: [SampleTrack]
+
+        public init(id: String, title: String, artist: String, imageID: String, tracks: [SampleTrack]) {
+            self.id = id
+            self.title = title
+            self.artist = artist
+            self.imageID = imageID
+            self.tracks = tracks
+        }
     }
 
     public var albums: [Album]
