@@ -67,7 +67,8 @@ public final class MediaEndpoint: @unchecked Sendable {
         public var transportError: TransportError?
         /// Messages waiting for room on the link, and received bytes waiting for them.
         public var waiting: (messages: Int, receivedBytes: Int) = (0, 0)
-        /// Head unit: its media role (tabs, pages, now playing); empty on other ends.
+        /// Head unit: its media role (tabs, pages, now playing; media libraries once synced,
+        /// not while they change: `HeadUnitMediaRole.snapshot`); empty on other ends.
         public var headUnit = HeadUnitMediaRole()
         /// Head unit: now-playing updates received.
         public var nowPlayingUpdates: Int { headUnit.nowPlaying.updates }
@@ -297,7 +298,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             status.everUp = core.everUp
             status.waiting = core.waiting
             status.endReason = core.endReason
-            if kind == .headUnit { status.headUnit = core.connection.headUnit }
+            if kind == .headUnit { status.headUnit = core.connection.headUnit.snapshot }
         }
         timer.schedule(at: core.nextDeadline)
     }

@@ -94,10 +94,17 @@ public struct HeadUnitMediaRole: Sendable {
     public private(set) var mediaLibraries: [String: MediaLibraryMirror]
     /// The libraries the phone offered on this connection, in its order.
     public private(set) var offeredLibraries: [String] = []
+    /// Each offered library's progress, as the phone last said (0-100).
+    public private(set) var mediaLibraryProgress: [String: UInt8] = [:]
     /// Whether the phone has answered StartMediaLibraryInformation on this connection.
     public private(set) var mediaLibraryInformationReceived = false
     /// File transfers announced for playlist contents: library and playlist.
     private var libraryTransfers: [UInt8: (library: String, playlist: UInt64)] = [:]
+    /// Files that arrived before any message named them, newest last: on
+    /// the link the file-transfer session can overtake the control message
+    /// that announces a playlist's contents.
+    private var unclaimedFiles: [(id: UInt8, bytes: [UInt8])] = []
+    static let unclaimedFilesKept = 16
 
     public init(limits: HeadUnitLimits = .audioApps, requestTimeout: Duration = .seconds(8), syncsMediaLibrary: Bool = true,
                 mediaLibraries: [MediaLibraryMirror] = []) {
@@ -161,9 +168,11 @@ public struct HeadUnitMediaRole: Sendable {
         selecting = nil
         pending = [:]
         offeredLibraries = []
+        mediaLibraryProgress = [:]
         mediaLibraryInformationReceived = false
         phoneSpeaksExtension = false
         libraryTransfers = [:]
+        unclaimedFiles = []
         for id in mediaLibraries.keys { mediaLibraries[id]?.abandonContents() }
     }
 
@@ -181,7 +190,7 @@ public struct HeadUnitMediaRole: Sendable {
             var outputs: [Output] = [.event(.mediaLibraries(libraries))]
             for library in libraries where !offeredLibraries.contains(library.uniqueIdentifier) {
                 offeredLibraries.append(library.uniqueIdentifier)
-                var mirror = mediaLibraries[library.uniqueIdentifier] ?? MediaLibraryMirror(library)
+                var mirror = mediaLibraries.removeValue(forKey: library.uniqueIdentifier) ?? MediaLibraryMirror(library)
                 mirror.description = library
                 // Only a whole earlier sync is a revision to build on; a
                 // partial one is dropped and the phone sends everything.
@@ -192,14 +201,27 @@ public struct HeadUnitMediaRole: Sendable {
             }
             return outputs
         case .mediaLibraryUpdate(let update):
-            guard var mirror = mediaLibraries[update.libraryID], offeredLibraries.contains(update.libraryID) else {
+            // Taken out while it changes: a copy left in the table would make
+            // every update copy the whole library.
+            guard offeredLibraries.contains(update.libraryID), var mirror = mediaLibraries.removeValue(forKey: update.libraryID) else {
                 return [.event(.mediaLibraryProblem("an update for library \(update.libraryID), which the phone did not offer; ignored"))]
             }
             let wasSynced = mirror.isSynced
             let droppedBefore = mirror.dropped
-            for (transfer, playlist) in mirror.apply(update) { libraryTransfers[transfer] = (update.libraryID, playlist) }
+            defer { mediaLibraryProgress[update.libraryID] = mirror.progress }
+            var outputs: [Output] = []
+            for (transfer, playlist) in mirror.apply(update) {
+                if let early = unclaimedFiles.firstIndex(where: { $0.id == transfer }) {
+                    let file = unclaimedFiles.remove(at: early)
+                    if let problem = mirror.setContents(of: playlist, from: file.bytes) {
+                        outputs.append(.event(.mediaLibraryProblem("library \(update.libraryID): \(problem)")))
+                    }
+                } else {
+                    libraryTransfers[transfer] = (update.libraryID, playlist)
+                }
+            }
             mediaLibraries[update.libraryID] = mirror
-            var outputs: [Output] = [.event(.mediaLibraryUpdated(libraryID: update.libraryID, progress: mirror.progress))]
+            outputs.insert(.event(.mediaLibraryUpdated(libraryID: update.libraryID, progress: mirror.progress)), at: 0)
             if mirror.dropped > droppedBefore {
                 outputs.append(.event(.mediaLibraryProblem("library \(update.libraryID): \(mirror.dropped) items or playlists not kept, over the limit of \(MediaLibraryMirror.maximumItems) items and \(MediaLibraryMirror.maximumPlaylists) playlists")))
             }
@@ -212,6 +234,15 @@ public struct HeadUnitMediaRole: Sendable {
         }
     }
 
+    /// This role as other threads may keep it: without the libraries that
+    /// are changing (an update of a library kept elsewhere would copy the
+    /// whole library each time). Synced libraries stay.
+    public var snapshot: HeadUnitMediaRole {
+        var copy = self
+        for (id, mirror) in mediaLibraries where !mirror.isSynced { copy.mediaLibraries[id] = nil }
+        return copy
+    }
+
     /// Whether a library the phone offered on this connection is still on
     /// its way (below 100 %, or its playlists' contents missing).
     public var isSyncingMediaLibrary: Bool {
@@ -221,9 +252,18 @@ public struct HeadUnitMediaRole: Sendable {
     /// Whether a file-transfer id was announced for a playlist's contents.
     public func isLibraryTransfer(_ transferID: UInt8) -> Bool { libraryTransfers[transferID] != nil }
 
+    /// A file no message has named yet (artwork, or a playlist's contents
+    /// that overtook the update naming them): the last few are kept for an
+    /// update that names them.
+    public mutating func keepUnclaimedFile(transferID: UInt8, bytes: [UInt8]) {
+        unclaimedFiles.removeAll { $0.id == transferID }
+        unclaimedFiles.append((transferID, bytes))
+        if unclaimedFiles.count > Self.unclaimedFilesKept { unclaimedFiles.removeFirst() }
+    }
+
     /// A playlist's contents arrived over the file-transfer session.
     public mutating func libraryContentsReceived(transferID: UInt8, bytes: [UInt8]) -> [Output] {
-        guard let (library, playlist) = libraryTransfers.removeValue(forKey: transferID), var mirror = mediaLibraries[library] else { return [] }
+        guard let (library, playlist) = libraryTransfers.removeValue(forKey: transferID), var mirror = mediaLibraries.removeValue(forKey: library) else { return [] }
         let wasSynced = mirror.isSynced
         let problem = mirror.setContents(of: playlist, from: bytes)
         mediaLibraries[library] = mirror
@@ -234,7 +274,7 @@ public struct HeadUnitMediaRole: Sendable {
 
     /// A playlist's contents will not come (the transfer was cancelled or refused).
     public mutating func libraryContentsFailed(transferID: UInt8, reason: String) -> [Output] {
-        guard let (library, playlist) = libraryTransfers.removeValue(forKey: transferID), var mirror = mediaLibraries[library] else { return [] }
+        guard let (library, playlist) = libraryTransfers.removeValue(forKey: transferID), var mirror = mediaLibraries.removeValue(forKey: library) else { return [] }
         let wasSynced = mirror.isSynced
         mirror.contentsFailed(for: playlist)
         mediaLibraries[library] = mirror

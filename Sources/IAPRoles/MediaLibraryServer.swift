@@ -142,7 +142,8 @@ public struct MediaLibraryServer: Sendable {
     /// then playlists (which name items), then deletions; the last message
     /// says 100 %. Progress and the revision are in every message.
     public mutating func nextMessage(budget: Int, transferID: () -> UInt8) -> (message: ControlMessage, contents: [PlaylistContents])? {
-        guard let library, let id = syncs.first(where: { !$0.value.finished })?.key, var sync = syncs[id] else { return nil }
+        // Taken out while it changes (a copy left in the table would copy its lists each message).
+        guard let library, let id = syncs.first(where: { !$0.value.finished })?.key, var sync = syncs.removeValue(forKey: id) else { return nil }
         defer { syncs[id] = sync }
         var writer = MediaLibraryUpdateWriter(libraryID: id, revision: sync.revision, reset: sync.reset && sync.sentParts == 0)
         let limit = max(budget, 256) - MediaLibraryUpdateWriter.trailerLength

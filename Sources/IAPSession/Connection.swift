@@ -677,6 +677,7 @@ public struct Connection: Sendable {
                         if headUnit.isLibraryTransfer(id) {
                             headUnitOutputs(headUnit.libraryContentsReceived(transferID: id, bytes: file), now: now)
                         } else {
+                            headUnit.keepUnclaimedFile(transferID: id, bytes: file)
                             emit(.fileReceived(transferID: id, bytes: file))
                         }
                     case .cancelled(let id, let reason):

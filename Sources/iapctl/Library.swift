@@ -126,8 +126,8 @@ struct Library: AsyncParsableCommand {
                 if !headUnit.mediaLibraryInformationReceived {
                     throw CommandFailure(message: "the phone did not answer StartMediaLibraryInformation within \(Int(timeout)) s: it does not offer Media Library Access")
                 }
-                let behind = headUnit.offeredLibraries.compactMap { headUnit.mediaLibraries[$0] }.filter { !$0.isSynced }
-                    .map { "\($0.description.uniqueIdentifier) at \($0.progress) %" + ($0.awaitingContents.isEmpty ? "" : ", \($0.awaitingContents.count) playlists' contents missing") }
+                let behind = headUnit.offeredLibraries.filter { headUnit.mediaLibraries[$0]?.isSynced != true }
+                    .map { "\($0) at \(headUnit.mediaLibraryProgress[$0] ?? 0) %" }
                 throw CommandFailure(message: "the sync did not finish within \(Int(timeout)) s: \(behind.joined(separator: "; "))")
             }
             try await Task.sleep(for: .milliseconds(10))
