@@ -251,16 +251,31 @@ public final class SampleApp: Sendable {
         self.library = library
         self.appName = appName
         self.supportedRates = supportedRates
-        let served = library.mediaLibrary(named: appName)
+        let served = Self.mediaLibrary(of: library, named: appName)
         // A library without albums or podcasts (only radio) offers no media library.
         mediaLibrary = served.library.items.isEmpty ? nil : served.library
         libraryItemIDs = served.itemIDs
-        var tracks: [UInt64: SampleTrack] = [:]
-        for track in library.albums.flatMap(\.tracks) + library.podcasts { if let id = served.itemIDs[track.id] { tracks[id] = track } }
-        libraryTracks = tracks
+        libraryTracks = served.tracks
     }
 
     public var snapshot: State { state.withLock { $0 } }
+
+    /// The last library built, kept: a phone serving one connection after
+    /// another makes an app per connection, and a large library is built
+    /// once, not per connection (nor held twice).
+    private typealias Built = (library: MediaLibrary, itemIDs: [String: UInt64], tracks: [UInt64: SampleTrack])
+    private static let lastBuilt = Mutex<(library: SampleLibrary, name: String, built: Built)?>(nil)
+
+    private static func mediaLibrary(of library: SampleLibrary, named name: String) -> Built {
+        if let last = lastBuilt.withLock({ $0 }), last.name == name, last.library == library { return last.built }
+        let served = library.mediaLibrary(named: name)
+        var tracks: [UInt64: SampleTrack] = [:]
+        tracks.reserveCapacity(served.itemIDs.count)
+        for track in library.albums.flatMap(\.tracks) + library.podcasts { if let id = served.itemIDs[track.id] { tracks[id] = track } }
+        let built = (served.library, served.itemIDs, tracks)
+        lastBuilt.withLock { $0 = (library, name, built) }
+        return built
+    }
 
     /// The time handlers act at.
     public func setTime(_ now: LinkInstant) { clock.withLock { $0 = now } }

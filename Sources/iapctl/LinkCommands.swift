@@ -77,6 +77,8 @@ func secondsText(_ value: Double) -> String {
 func runRole(_ kind: EndKind, options: TransportOptions, once: Bool, serving: ServingOptions, library: SampleLibrary = .standard,
              screen: HeadUnitScreen? = nil, maximumConnections: Int = 1, libraryCache: MediaLibraryCache? = nil) async throws {
     let logger = Log()
+    // The phone's media library is built now, once (each connection's app reuses it).
+    if kind == .phone { _ = SampleApp(library: library) }
     guard case .tcpListen(let host, let port) = options.transport, !once else {
         let (transport, other) = try options.open(as: kind)
         let shell = ShellFeed()
