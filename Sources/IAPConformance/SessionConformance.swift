@@ -32,7 +32,7 @@ public struct SessionConformance: Sendable {
     /// The cases' names for an end: what this end checks of its peer.
     public static func caseNames(as kind: EndKind) -> [String] {
         let peer = kind.linkRole == .device ? "accessory" : "device"
-        return ["link", "authentication", "identification", "media", "declared-messages"].map { "\(peer)-\($0)" }
+        return ["link", "authentication", "identification", "media", "media-library", "declared-messages"].map { "\(peer)-\($0)" }
     }
 
     private struct Seen: Sendable {
@@ -43,6 +43,10 @@ public struct SessionConformance: Sendable {
         var appName: String?
         var tabs: [String] = []
         var finished = false
+        /// Head unit: the device answered StartMediaLibraryInformation; its libraries, each with whether it synced.
+        var libraryInformation = false
+        var libraries: [(name: String, items: Int, playlists: Int, synced: Bool, progress: UInt8)] = []
+        var nowPlayingUpdates = 0
     }
 
     /// Runs the session once and reports each case as it is known.
@@ -57,8 +61,16 @@ public struct SessionConformance: Sendable {
         endpoint.observe { _, connection in
             seen.withLock { state in
                 if state.stages.last != connection.stage { state.stages.append(connection.stage) }
-                state.appName = connection.headUnit.appName
-                state.tabs = connection.headUnit.tabs.map(\.text)
+                let headUnit = connection.headUnit
+                state.appName = headUnit.appName
+                state.tabs = headUnit.tabs.map(\.text)
+                state.nowPlayingUpdates = headUnit.nowPlaying.updates
+                state.libraryInformation = headUnit.mediaLibraryInformationReceived
+                state.libraries = headUnit.offeredLibraries.map { id in
+                    let mirror = headUnit.mediaLibraries[id]
+                    return (mirror?.description.name ?? id, mirror?.items.count ?? 0, mirror?.playlists.count ?? 0, mirror?.isSynced == true,
+                            headUnit.mediaLibraryProgress[id] ?? 0)
+                }
             }
         }
         endpoint.stop(when: { endpoint in
@@ -68,7 +80,9 @@ public struct SessionConformance: Sendable {
                 state.everUp = endpoint.everUp
                 let now = MonotonicClock.now()
                 if case .identified = stage, state.identifiedAt == nil { state.identifiedAt = now }
-                let observed = state.identifiedAt.map { now - $0 >= observation } ?? false
+                // A head unit also waits (within the timeout) for the device's libraries to sync.
+                let librariesDone = kind.linkRole == .device || (state.libraryInformation && state.libraries.allSatisfy(\.synced))
+                let observed = state.identifiedAt.map { now - $0 >= observation && (librariesDone || now - $0 >= timeout) } ?? false
                 let failed = state.stages.contains { if case .failed = $0 { true } else { false } }
                 state.finished = observed || failed || now - started >= timeout + observation || endpoint.endReason != nil
                 return state.finished
@@ -119,15 +133,30 @@ public struct SessionConformance: Sendable {
             finish(names[2], [rejected ?? failure ?? "identification did not complete"], "")
         }
         if kind.linkRole == .accessory {
-            let media = state.appName != nil && !state.tabs.isEmpty
-            finish(names[3], media ? [] : ["the \(peer) did not present an app with its root tabs within \(observation) of identification"],
-                   state.appName.map { "app \"\($0)\": " + state.tabs.joined(separator: " | ") } ?? "")
+            // The dev-kit extension's app and tabs, or what a phone that speaks only standard iAP2 offers.
+            let extensionMedia = state.appName != nil && !state.tabs.isEmpty
+            let standardMedia = state.libraryInformation || state.nowPlayingUpdates > 0
+            finish(names[3], extensionMedia || standardMedia ? [] : ["the \(peer) presented no app with root tabs, no media library and no now playing within \(observation) of identification"],
+                   state.appName.map { "app \"\($0)\": " + state.tabs.joined(separator: " | ") } ?? "\(state.nowPlayingUpdates) now-playing updates")
+            var libraryFailures: [String] = []
+            if !state.libraryInformation {
+                libraryFailures.append("the \(peer) did not answer StartMediaLibraryInformation")
+            }
+            for library in state.libraries where !library.synced {
+                libraryFailures.append("library \(library.name) did not sync within \(timeout) (\(library.progress) %)")
+            }
+            let described = state.libraries.map { "\($0.name): \($0.items) items, \($0.playlists) playlists" }
+            finish(names[4], libraryFailures, state.libraryInformation ? (described.isEmpty ? "no library offered" : described.joined(separator: "; ")) : "")
         } else {
             let mediaLines = state.lines.filter { $0.contains("head unit limits") || $0.contains("now playing") || $0.contains("HID component") }
             finish(names[3], identifiedName == nil ? ["no media connection"] : [], "\(mediaLines.count) media exchanges seen")
+            let asked = state.lines.contains { $0.contains("media library information:") }
+            let synced = state.lines.filter { $0.contains("syncing to revision") }
+            finish(names[4], asked ? [] : ["the \(peer) did not ask for media library information (StartMediaLibraryInformation)"],
+                   asked ? (synced.isEmpty ? "asked for the libraries, not for their items" : "synced: \(synced.count) StartMediaLibraryUpdates") : "")
         }
         let undeclared = state.lines.filter { $0.contains("did not declare") }
-        finish(names[4], undeclared, undeclared.isEmpty ? "only declared messages seen" : "")
+        finish(names[5], undeclared, undeclared.isEmpty ? "only declared messages seen" : "")
         return results
     }
 }
