@@ -7,6 +7,8 @@ A phone (`iapctl phone`) and a head unit with its screen (`iapctl head-unit
 page, sees the tabs and the album covers, opens an album, plays a track, sees the now-playing
 title, its artwork and the progress move, opens up next and plays the interlude (an item outside
 the browse tree) from it, changes shuffle and sees the value change, then
+the media library tab lists the phone's albums and an album's songs and plays
+one (Media Library Access), then
 the phone is unplugged (its program ends, closing the transport) and the page
 shows the head unit disconnected. It runs twice: at desktop size (1280×800)
 and at a real head unit's (800×480), where the header must stay on one line
@@ -176,6 +178,13 @@ def run(width, height):
     step("shuffle shows its value", lambda: text("value-change_shuffle_mode") == "off")
     step("shuffle changes, and the status says so in words", lambda: text("value-change_shuffle_mode") == "songs" and text("status") == "Shuffle: songs",
          press="control-change_shuffle_mode")
+    step("the media library tab shows the phone's library (Media Library Access)", lambda: text("library-title") == "iap-devkit Music"
+         and text("library-row-2").startswith("Albums"), press="tab-library")
+    step("its albums list by name", lambda: text("library-title") == "Albums" and text("library-row-2").startswith("Kind of Blue"), press="library-row-2")
+    step("an album lists its songs in track order", lambda: text("library-title") == "Kind of Blue" and text("library-row-1").startswith("So What")
+         and text("library-row-3").startswith("Blue in Green"), press="library-row-2")
+    click("library-row-2")
+    step("now playing names the song played from the library", lambda: text("np-title") == "Freddie Freeloader", press="tab-now-playing")
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     step("the console has no errors (the favicon included)", lambda: not errors or print(f"     {errors}"), timeout=1)
     phone.terminate()

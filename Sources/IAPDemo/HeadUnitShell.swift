@@ -11,7 +11,7 @@ public struct HeadUnitShell: Sendable {
     public private(set) var mistakes = 0
     var watchUntil: LinkInstant?
     /// Where the shell is in the phone's media library (`lib`).
-    private(set) var library = LibraryBrowser()
+    private(set) var library = MediaLibraryBrowser()
     /// Whether a line's answer starts with the line itself (`> ls`): for a
     /// script's transcript; at a terminal the prompt already shows it.
     var echoes = true

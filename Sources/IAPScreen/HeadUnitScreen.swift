@@ -36,6 +36,9 @@ public final class HeadUnitScreen: Sendable {
         var requestedImages = RecentSet(capacity: ScreenLimits.requestedImages)
         var clients: [ObjectIdentifier: ScreenClient] = [:]
         var access: ScreenAccess?
+        /// Where the page is in the phone's media library, and how many rows of its list it shows.
+        var libraryBrowser = MediaLibraryBrowser()
+        var libraryWindow = ScreenLimits.libraryRows
 
         mutating func record(_ status: String, failed: Bool) {
             statuses.insert(status, at: 0)
@@ -160,7 +163,8 @@ public final class HeadUnitScreen: Sendable {
             let model = ScreenModel.make(connection, linkUp: state.linkUp, ended: state.ended, now: now, statuses: state.statuses,
                                          statusCount: state.statusCount, statusFailed: state.statusFailed,
                                          images: state.images.stored.map(\.id), missingImages: state.images.missing.sorted(),
-                                         artwork: state.images.artwork(connection.headUnit.nowPlaying.info.artworkTransferID))
+                                         artwork: state.images.artwork(connection.headUnit.nowPlaying.info.artworkTransferID),
+                                         libraryBrowser: state.libraryBrowser, libraryWindow: state.libraryWindow)
             state.model = model
             return model
         }
@@ -214,9 +218,17 @@ public final class HeadUnitScreen: Sendable {
             let first = state.withLock { state in state.requestedImages.insert(id) }
             guard first else { return }
         }
-        endpoint.withConnection { connection, now in
+        endpoint.withConnection { [self] connection, now in
             guard connection.isMediaConnected else { return [] }
-            return connection.headUnitDoes(now: now) { role, now in action.perform(on: &role, now: now) }
+            // The library's list is kept here: moving in it changes the page, not the role.
+            let library = state.withLock { state in
+                action.performLibrary(&state.libraryBrowser, window: &state.libraryWindow, role: connection.headUnit)
+            }
+            guard let library else { return connection.headUnitDoes(now: now) { role, now in action.perform(on: &role, now: now) } }
+            if let problem = library.problem { state.withLock { $0.record(problem, failed: true) } }
+            let outputs = connection.headUnitDoes(now: now) { _, _ in library.outputs }
+            publish(connection, now: now)
+            return outputs
         }
     }
 

@@ -12,6 +12,9 @@ import IAPRoles
 ///     {"action": "press", "button": BUTTON}               the HID remote (play-pause, next, …)
 ///     {"action": "queue" | "queue_more"}                  up next: its first page, the next
 ///     {"action": "image", "id": IMAGE}                    an image, once
+///     {"action": "library"}                               the media library's menu
+///     {"action": "library_open" | "library_play", "index": N}   open or play row N (from 1) of the library's list
+///     {"action": "library_back" | "library_more"}         up a level; more rows of a long list
 enum ScreenAction: Decodable, Sendable, Equatable {
     case tabs
     case open(String), more(String), retry(String)
@@ -20,8 +23,9 @@ enum ScreenAction: Decodable, Sendable, Equatable {
     case press(HIDRemote.Button)
     case queue, queueMore
     case image(String)
+    case library, libraryOpen(Int), libraryPlay(Int), libraryBack, libraryMore
 
-    private enum Key: String, CodingKey { case action, id, entry, name, value, button }
+    private enum Key: String, CodingKey { case action, id, entry, name, value, button, index }
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -40,6 +44,11 @@ enum ScreenAction: Decodable, Sendable, Equatable {
         case "queue": self = .queue
         case "queue_more": self = .queueMore
         case "image": self = .image(try id())
+        case "library": self = .library
+        case "library_open": self = .libraryOpen(try container.decode(Int.self, forKey: .index))
+        case "library_play": self = .libraryPlay(try container.decode(Int.self, forKey: .index))
+        case "library_back": self = .libraryBack
+        case "library_more": self = .libraryMore
         case "press":
             let name = try container.decode(String.self, forKey: .button)
             guard let button = HIDRemote.Button.allCases.first(where: { $0.description == name }) else { throw Invalid(description: "no button \(name)") }
@@ -96,6 +105,35 @@ enum ScreenAction: Decodable, Sendable, Equatable {
         case .queue: role.requestQueue(now: now)
         case .queueMore: role.loadMoreQueue(now: now)
         case .image(let id): role.requestImage(id, now: now)
+        case .library, .libraryOpen, .libraryPlay, .libraryBack, .libraryMore: []
+        }
+    }
+
+    /// The library's actions move `browser` (and the rows shown, `window`)
+    /// and may play; nil for the other actions.
+    func performLibrary(_ browser: inout MediaLibraryBrowser, window: inout Int, role: HeadUnitMediaRole) -> (outputs: [HeadUnitMediaRole.Output], problem: String?)? {
+        func step(_ step: MediaLibraryBrowser.Step) -> ([HeadUnitMediaRole.Output], String?) {
+            switch step {
+            case .opened: ([], nil)
+            case .play(let request): (role.playFromLibrary(request), nil)
+            case .mistake(let message): ([], message)
+            }
+        }
+        switch self {
+        case .library:
+            window = ScreenLimits.libraryRows
+            return step(browser.open("", role: role))
+        case .libraryOpen(let index):
+            window = ScreenLimits.libraryRows
+            return step(browser.open(String(index), role: role))
+        case .libraryPlay(let index): return step(browser.play(String(index), role: role))
+        case .libraryBack:
+            window = ScreenLimits.libraryRows
+            return step(browser.open("..", role: role))
+        case .libraryMore:
+            window = min(window + ScreenLimits.libraryRows, ScreenLimits.libraryRowsAtMost)
+            return ([], nil)
+        default: return nil
         }
     }
 }

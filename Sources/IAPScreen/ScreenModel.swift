@@ -65,6 +65,29 @@ struct ScreenModel: Encodable, Sendable {
         var outOfRange: [String]
     }
 
+    /// The phone's media library (Media Library Access), the list open in it.
+    struct Library: Encodable, Sendable {
+        struct Row: Encodable, Sendable {
+            var text: String
+            var detail: String?
+            /// Opening it shows another list (else opening plays it).
+            var opens: Bool
+            /// It can be played whole (a group, a playlist, a song).
+            var playable: Bool
+            var playing: Bool
+        }
+        var name: String
+        var uid: String
+        var revision: String?
+        var synced: Bool
+        var progress: UInt8
+        var title: String
+        var depth: Int
+        var rows: [Row]
+        /// Rows in the list; `rows` holds the first of them.
+        var total: Int
+    }
+
     struct Command: Encodable, Sendable {
         var command: String
         var enabled: Bool
@@ -93,6 +116,8 @@ struct ScreenModel: Encodable, Sendable {
     /// Images whose bytes are here (`/image/ID`), and those the phone could not give.
     var images: [String]
     var missingImages: [String]
+    /// Nil until the phone has listed a library.
+    var library: Library?
 
     static func item(_ item: ContentItem) -> Item {
         Item(id: item.id, kind: item.kind == .container ? "container" : "playable", text: item.text, detail: item.detailText, image: item.imageID,
@@ -124,7 +149,8 @@ struct ScreenModel: Encodable, Sendable {
     }
 
     static func make(_ connection: Connection, linkUp: Bool, ended: String?, now: LinkInstant, statuses: [String], statusCount: Int, statusFailed: Bool,
-                     images: [String], missingImages: [String], artwork: String?) -> ScreenModel {
+                     images: [String], missingImages: [String], artwork: String?,
+                     libraryBrowser: MediaLibraryBrowser = MediaLibraryBrowser(), libraryWindow: Int = ScreenLimits.libraryRows) -> ScreenModel {
         let role = connection.headUnit
         let (stage, stageText): (String, String) = {
             if let ended { return ("disconnected", ended) }
@@ -160,6 +186,31 @@ struct ScreenModel: Encodable, Sendable {
             advertised: role.advertised.map { Command(command: $0.kind.description, enabled: $0.enabled) },
             queue: queue, queueCurrentIndex: role.queue?.currentIndex, selecting: role.selecting, statuses: statuses,
             statusCount: statusCount, statusFailed: statusFailed,
-            images: images, missingImages: missingImages)
+            images: images, missingImages: missingImages,
+            library: library(role, browser: libraryBrowser, window: libraryWindow))
+    }
+
+    static func library(_ role: HeadUnitMediaRole, browser: MediaLibraryBrowser, window: Int) -> Library? {
+        guard let id = role.offeredLibraries.first else { return nil }
+        guard let mirror = role.mediaLibraries[id], mirror.isSynced else {
+            return Library(name: role.mediaLibraries[id]?.description.name ?? id, uid: id, revision: nil, synced: false,
+                           progress: role.mediaLibraryProgress[id] ?? 0, title: "", depth: 0, rows: [], total: 0)
+        }
+        let rows = browser.rows(mirror)
+        let playingID = role.nowPlaying.info.mediaLibraryID == id ? role.nowPlaying.info.itemID : nil
+        return Library(name: mirror.description.name, uid: id, revision: mirror.revision, synced: true, progress: mirror.progress,
+                       title: browser.title(mirror), depth: browser.depth,
+                       rows: rows.prefix(window).map { row in
+                           let (text, detail, opens) = MediaLibraryBrowser.text(row)
+                           var playable = true, playing = false
+                           switch row {
+                           case .view: playable = false
+                           case .playlist(let playlist): playable = !playlist.isFolder
+                           case .song(let item): playing = item.persistentID == playingID
+                           case .group: break
+                           }
+                           return Library.Row(text: text, detail: detail, opens: opens, playable: playable, playing: playing)
+                       },
+                       total: rows.count)
     }
 }

@@ -94,7 +94,7 @@ enum ScreenPage {
 <script>
 "use strict";
 let model = null, socket = null, receivedAt = 0;
-let view = { tab: null, path: [], nowPlaying: false, queue: false };
+let view = { tab: null, path: [], nowPlaying: false, queue: false, library: false };
 const asked = new Set();
 // The status line shows what the user's last tap did; moving to another screen clears it.
 let statusCleared = 0;
@@ -102,7 +102,7 @@ let statusCleared = 0;
 function go(next) { view = Object.assign(view, next); if (model) statusCleared = model.statusCount; render(); }
 function openTab(tab) {
   if (!model.containers[tab.id]) send({ action: 'open', id: tab.id });
-  go({ tab: tab.id, path: [tab.id], nowPlaying: false, queue: false });
+  go({ tab: tab.id, path: [tab.id], nowPlaying: false, queue: false, library: false });
 }
 
 function send(action) { if (socket && socket.readyState === 1) socket.send(JSON.stringify(action)); }
@@ -154,19 +154,22 @@ function render() {
   if (model.stage === 'identified' && model.appName && model.tabs.length === 0 && !model.containers[''] && !asked.has('#tabs')) { asked.add('#tabs'); send({ action: 'tabs' }); }
   if (model.stage !== 'identified') { asked.delete('#tabs'); }
   // The first screen is the first tab (and again when the phone's tabs change under it).
-  if (!view.nowPlaying && !view.queue && model.tabs.length && !model.tabs.some((tab) => tab.id === view.tab)) { openTab(model.tabs[0]); return; }
+  if (!view.nowPlaying && !view.queue && !view.library && model.tabs.length && !model.tabs.some((tab) => tab.id === view.tab)) { openTab(model.tabs[0]); return; }
+  // A phone that speaks only standard iAP2 has no tabs: its library is the first screen.
+  if (!view.nowPlaying && !view.queue && !view.library && !model.tabs.length && model.library && !model.appName) { go({ library: true }); return; }
   renderTabs();
   const main = document.getElementById('main');
-  main.replaceChildren(view.nowPlaying ? nowPlaying() : view.queue ? queue() : list());
+  main.replaceChildren(view.nowPlaying ? nowPlaying() : view.queue ? queue() : view.library ? library() : list());
 }
 
 function renderTabs() {
   const nav = document.getElementById('tabs');
   const buttons = model.tabs.map((tab, index) => el('button', {
-      class: !view.nowPlaying && !view.queue && view.tab === tab.id ? 'on' : '', test: 'tab-' + index,
+      class: !view.nowPlaying && !view.queue && !view.library && view.tab === tab.id ? 'on' : '', test: 'tab-' + index,
       onclick: () => openTab(tab) },
     tab.text, tab.badge ? el('span', { class: 'badge' }, tab.badge) : null));
-  buttons.push(el('button', { class: view.nowPlaying ? 'on' : '', test: 'tab-now-playing', onclick: () => go({ nowPlaying: true, queue: false }) }, 'Now Playing'));
+  if (model.library) buttons.push(el('button', { class: view.library ? 'on' : '', test: 'tab-library', onclick: () => go({ library: true, nowPlaying: false, queue: false }) }, 'Media Library'));
+  buttons.push(el('button', { class: view.nowPlaying ? 'on' : '', test: 'tab-now-playing', onclick: () => go({ nowPlaying: true, queue: false, library: false }) }, 'Now Playing'));
   nav.replaceChildren(...buttons);
 }
 
@@ -200,6 +203,29 @@ function list() {
     if (!container.loading) new IntersectionObserver((entries, observer) => { if (entries.some((entry) => entry.isIntersecting)) { observer.disconnect(); send({ action: 'more', id }); } }).observe(more);
     rows.push(more);
   }
+  return el('div', {}, bar, ...rows);
+}
+
+// The phone's media library: the list the head unit has open in it (it keeps
+// where the page is), a row opens its list or plays, ▶ plays a group whole.
+function library() {
+  const lib = model.library;
+  if (model.stage !== 'identified') return el('div', { class: 'message', test: 'message' }, model.stageText);
+  if (!lib.synced) return el('div', { class: 'message', test: 'library-syncing' }, `Syncing ${lib.name}… ${lib.progress} %`);
+  const bar = el('div', { class: 'bar' },
+    lib.depth > 0 ? el('button', { class: 'plain', test: 'library-back', onclick: () => send({ action: 'library_back' }) }, '‹ Back') : null,
+    el('h1', { test: 'library-title' }, lib.title));
+  const rows = lib.rows.map((item, index) => el('div', { class: 'row' + (item.playing ? ' playing' : ''), test: 'library-row-' + (index + 1),
+      onclick: () => send({ action: 'library_open', index: index + 1 }) },
+    el('div', { class: 'text' }, el('div', { class: 'title' }, item.text), item.detail ? el('div', { class: 'detail' }, item.detail) : null),
+    item.opens && item.playable ? el('button', { class: 'plain', test: 'library-play-' + (index + 1), onclick: (event) => { event.stopPropagation(); send({ action: 'library_play', index: index + 1 }); } }, '▶') : null,
+    el('span', { class: 'mark' }, item.playing ? '♪' : item.opens ? '›' : '')));
+  if (lib.rows.length < lib.total) {
+    const more = el('div', { class: 'message', test: 'library-more' }, `${lib.rows.length} of ${lib.total}`);
+    new IntersectionObserver((entries, observer) => { if (entries.some((entry) => entry.isIntersecting)) { observer.disconnect(); send({ action: 'library_more' }); } }).observe(more);
+    rows.push(more);
+  }
+  if (lib.total === 0) rows.push(el('div', { class: 'message' }, 'Empty'));
   return el('div', {}, bar, ...rows);
 }
 

@@ -19,6 +19,10 @@ enum ScreenLimits {
     /// Messages a page may send: a burst, then a steady rate (more: closed with 1008).
     static let messageBurst = 400.0
     static let messagesPerSecond = 100.0
+    /// Rows of a media library list sent to the page at first, and each
+    /// `library_more` adds; at most this many in all (a list is never sent whole).
+    static let libraryRows = 200
+    static let libraryRowsAtMost = 5000
     /// Connections served at once (more are closed as soon as they are accepted).
     static let connections = 64
     /// How long an HTTP connection may stay silent before it is closed (a WebSocket has no such limit).

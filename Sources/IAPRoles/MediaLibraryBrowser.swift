@@ -1,12 +1,11 @@
-import IAPRoles
-
-/// The shell's view of the phone's media library (Media Library Access), as
-/// a car offers it: a menu of artists, albums, songs, genres, composers and
+/// A head unit's way through the phone's media library (Media Library
+/// Access), as a car offers it, shared by the shell (`lib`, `lplay`) and the
+/// screen's Library tab: a menu of artists, albums, songs, genres, composers and
 /// playlists; an artist opens on its albums, an album or any other group on
 /// its songs, a folder on its playlists. Playing a song plays the list it is
 /// in from there; playing a group plays the whole group (PlayMediaLibrary…).
-struct LibraryBrowser: Sendable {
-    enum View: Hashable, Sendable {
+public struct MediaLibraryBrowser: Sendable {
+    public enum View: Hashable, Sendable {
         case menu
         case artists, albums, songs, genres, composers
         case playlists(folder: UInt64?)
@@ -14,25 +13,57 @@ struct LibraryBrowser: Sendable {
         case songsIn(MediaLibraryCollection)
     }
 
-    enum Row: Sendable {
+    public enum Row: Sendable {
         case view(String, View)
         case group(MediaLibraryMirror.Group, MediaLibraryCollection.Kind)
         case playlist(MediaLibraryPlaylist)
         case song(MediaLibraryItem)
     }
 
-    private(set) var view = View.menu
+    public private(set) var view = View.menu
     private var back: [View] = []
 
-    static let menu: [Row] = [
+    public init() {}
+
+    /// How deep the view is (0: the menu).
+    public var depth: Int { back.count }
+
+    /// The view's title, as a car's list header shows it.
+    public func title(_ library: MediaLibraryMirror) -> String {
+        switch view {
+        case .menu: library.description.name
+        case .artists: "Artists"
+        case .albums: "Albums"
+        case .songs: "Songs"
+        case .genres: "Genres"
+        case .composers: "Composers"
+        case .playlists(let folder): folder.flatMap { library.playlists[$0]?.name } ?? "Playlists"
+        case .albumsBy(let artist): library.artists.first { $0.persistentID == artist }?.name ?? "Albums"
+        case .songsIn(let collection):
+            collection.type == .playlist ? library.playlists[collection.persistentID]?.name ?? "Playlist"
+                : [library.albums, library.genres, library.composers, library.artists].joined().first { $0.persistentID == collection.persistentID }?.name ?? "Songs"
+        }
+    }
+
+    /// A row as text, and its detail (an album's artist, a song's artist).
+    public static func text(_ row: Row) -> (text: String, detail: String?, opens: Bool) {
+        switch row {
+        case .view(let title, _): (title, nil, true)
+        case .group(let group, _): (group.name, [group.detail, "\(group.itemCount) song\(group.itemCount == 1 ? "" : "s")"].compactMap { $0 }.joined(separator: " · "), true)
+        case .playlist(let playlist): (playlist.name ?? "?", playlist.isFolder ? nil : "\(playlist.items.count) song\(playlist.items.count == 1 ? "" : "s")", true)
+        case .song(let item): (item.title ?? "?", item.artist, false)
+        }
+    }
+
+    public static let menu: [Row] = [
         .view("Artists", .artists), .view("Albums", .albums), .view("Songs", .songs), .view("Genres", .genres),
         .view("Composers", .composers), .view("Playlists", .playlists(folder: nil)),
     ]
 
     /// The library shown: the first one the phone offered.
-    static func library(_ role: HeadUnitMediaRole) -> MediaLibraryMirror? { role.offeredLibraries.first.flatMap { role.mediaLibraries[$0] } }
+    public static func library(_ role: HeadUnitMediaRole) -> MediaLibraryMirror? { role.offeredLibraries.first.flatMap { role.mediaLibraries[$0] } }
 
-    func rows(_ library: MediaLibraryMirror) -> [Row] {
+    public func rows(_ library: MediaLibraryMirror) -> [Row] {
         switch view {
         case .menu: Self.menu
         case .artists: library.artists.map { .group($0, .albumArtist) }
@@ -47,7 +78,7 @@ struct LibraryBrowser: Sendable {
     }
 
     /// The listing, or why there is none yet.
-    func listing(_ role: HeadUnitMediaRole) -> [String] {
+    public func listing(_ role: HeadUnitMediaRole) -> [String] {
         guard let library = Self.library(role) else {
             return [role.mediaLibraryInformationReceived ? "(the phone offers no media library)" : "(no media library yet: the phone has not answered)"]
         }
@@ -70,7 +101,7 @@ struct LibraryBrowser: Sendable {
         return lines
     }
 
-    enum Step {
+    public enum Step: Hashable, Sendable {
         case opened
         case play(MediaLibraryPlayRequest)
         case mistake(String)
@@ -78,7 +109,7 @@ struct LibraryBrowser: Sendable {
 
     /// `lib N`: opens row N, or plays it when it is a song. `lib ..` goes
     /// up, `lib` alone shows the menu.
-    mutating func open(_ argument: String, role: HeadUnitMediaRole) -> Step {
+    public mutating func open(_ argument: String, role: HeadUnitMediaRole) -> Step {
         switch argument {
         case "": view = .menu; back = []; return .opened
         case "..": view = back.popLast() ?? .menu; return .opened
@@ -103,7 +134,7 @@ struct LibraryBrowser: Sendable {
 
     /// `lplay N`: plays row N: a song from where it is in the list shown, a
     /// group or playlist whole.
-    func play(_ argument: String, role: HeadUnitMediaRole) -> Step {
+    public func play(_ argument: String, role: HeadUnitMediaRole) -> Step {
         guard let library = Self.library(role), library.isSynced else { return .mistake("the media library is not synced yet") }
         let rows = rows(library)
         guard let number = Int(argument), rows.indices.contains(number - 1) else { return .mistake("no row \(argument) in the library listing") }
