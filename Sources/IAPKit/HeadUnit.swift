@@ -38,13 +38,18 @@ public final class HeadUnit: Sendable {
         /// How long `connect` waits for the phone's app to be ready.
         public var connectTimeout: Duration
         public var logger: Logger
+        /// Phone libraries kept from earlier connections (`MediaLibraryMirror`
+        /// is Codable: keep what `mediaLibrarySynced` gives): a phone that
+        /// comes back is asked only for what changed since.
+        public var mediaLibraries: [MediaLibraryMirror]
 
         public init(limits: HeadUnitLimits = .audioApps, authenticator: (any Authenticator)? = nil, connectTimeout: Duration = .seconds(30),
-                    logger: Logger = Logger(label: "iap-devkit.head-unit")) {
+                    logger: Logger = Logger(label: "iap-devkit.head-unit"), mediaLibraries: [MediaLibraryMirror] = []) {
             self.limits = limits
             self.authenticator = authenticator
             self.connectTimeout = connectTimeout
             self.logger = logger
+            self.mediaLibraries = mediaLibraries
         }
     }
 
@@ -106,7 +111,7 @@ public final class HeadUnit: Sendable {
         let authenticator = try configuration.authenticator ?? Self.storedAuthenticator()
         endpoint = MediaEndpoint(kind: .headUnit, transport: transport, headUnitLimits: configuration.limits,
                                  authentication: EndpointAuthentication(policy: .required, authenticator: { await authenticator.answer($0) }),
-                                 logger: configuration.logger)
+                                 mediaLibraries: configuration.mediaLibraries, logger: configuration.logger)
         (events, eventFeed) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
         endpoint.observe { [state, eventFeed, endpoint] event, connection in
             let transportError = endpoint.transportError

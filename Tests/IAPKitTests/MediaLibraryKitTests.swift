@@ -1,3 +1,4 @@
+import Foundation
 import IAPAuthentication
 import IAPKit
 import IAPRoles
@@ -46,6 +47,28 @@ struct LibraryApp: ContentDataSource {
         #expect(headUnit.nowPlaying.title == "Track 7" && headUnit.nowPlaying.mediaLibraryID == "kit-library")
         await headUnit.close()
         _ = try await serving.value
+    }
+
+    @Test func aHeadUnitGivenTheLibraryItKeptIsSentNothingNew() async throws {
+        let center = NowPlayingCenter()
+        let phone = Phone(appName: "Kit", content: LibraryApp(playing: center, library: Self.library), nowPlaying: center, library: Self.library)
+        let first = try await Self.sync(phone, configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral(), connectTimeout: .seconds(20)))
+        #expect(first.resets == 1)
+        // Kept (as JSON, as an app would) and given back: no reset, the same copy.
+        let kept = try JSONDecoder().decode(MediaLibraryMirror.self, from: try JSONEncoder().encode(first))
+        let again = try await Self.sync(phone, configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral(), connectTimeout: .seconds(20),
+                                                                  mediaLibraries: [kept]))
+        #expect(again.resets == kept.resets && again.itemOrder == first.itemOrder && again.revision == Self.library.revision)
+    }
+
+    static func sync(_ phone: Phone, configuration: HeadUnit.Configuration) async throws -> MediaLibraryMirror {
+        let (a, b) = LoopbackTransport.pair(towardsSecond: WireFaults(delay: .zero), towardsFirst: WireFaults(delay: .zero))
+        let serving = Task { try await phone.serve(over: b) }
+        let headUnit = try await HeadUnit.connect(over: a, configuration: configuration)
+        let libraries = try await headUnit.mediaLibraries()
+        await headUnit.close()
+        _ = try await serving.value
+        return try #require(libraries.first)
     }
 
     @Test func aPhoneWithoutALibrarySaysSo() async throws {
