@@ -141,6 +141,14 @@ func makeLibrary(count: Int, albums: Int = 10, name: String = "Test") -> MediaLi
         #expect(makeLibrary(count: 50).revision == makeLibrary(count: 50).revision)
         #expect(makeLibrary(count: 50).revision != makeLibrary(count: 51).revision)
         #expect(makeLibrary(count: 50).revision.count == 16)
+        // A playlist alone changing (its name, its items) changes the revision too.
+        let library = makeLibrary(count: 50)
+        var renamed = library.playlists
+        renamed[1].name = "Renamed"
+        #expect(MediaLibrary(library.description, items: library.items, playlists: renamed).revision != library.revision)
+        var shortened = library.playlists
+        shortened[1].items.removeLast()
+        #expect(MediaLibrary(library.description, items: library.items, playlists: shortened).revision != library.revision)
     }
 
     @Test func collectionsPlayInTheOrderACarPlaysThem() throws {
