@@ -337,6 +337,33 @@ func makeLibrary(count: Int, albums: Int = 10, name: String = "Test") -> MediaLi
         #expect(mirror.songs(in: MediaLibraryCollection(persistentID: album.persistentID, type: .album)).map { $0.trackNumber ?? 0 } == Array(1...7))
     }
 
+    /// The StartMediaLibraryUpdates a head unit sends when the phone lists `library` again.
+    static func request(after role: inout HeadUnitMediaRole, _ library: MediaLibraryDescription) -> MediaLibraryUpdateRequest? {
+        role.disconnect()
+        _ = role.connect(now: .zero)
+        for output in role.receive(.mediaLibraryInformation([library]), now: .zero) {
+            if case .send(.startMediaLibraryUpdates(let request)) = output { return request }
+        }
+        return nil
+    }
+
+    @Test func onlyAWholeSyncIsARevisionToBuildOn() throws {
+        let library = MediaLibraryDescription(name: "L", uniqueIdentifier: "L")
+        var role = HeadUnitMediaRole()
+        _ = role.connect(now: .zero)
+        #expect(try #require(Self.request(after: &role, library)).lastKnownRevision == nil, "a first sync names no revision")
+        var partial = MediaLibraryUpdate(libraryID: "L", revision: "r1")
+        partial.items = [MediaLibraryItem(persistentID: 1)]
+        partial.progress = 50
+        _ = role.receive(.mediaLibraryUpdate(partial), now: .zero)
+        #expect(try #require(Self.request(after: &role, library)).lastKnownRevision == nil, "a sync cut off at 50 % is no revision to build on")
+        #expect(role.mediaLibraries["L"]?.items.isEmpty == true, "the partial copy is dropped")
+        var whole = partial
+        whole.progress = 100
+        _ = role.receive(.mediaLibraryUpdate(whole), now: .zero)
+        #expect(try #require(Self.request(after: &role, library)).lastKnownRevision == "r1")
+    }
+
     @Test func aPhoneCannotMakeTheMirrorGrowPastItsLimit() {
         var mirror = MediaLibraryMirror(MediaLibraryDescription(name: "L", uniqueIdentifier: "L"))
         var update = MediaLibraryUpdate(libraryID: "L")
