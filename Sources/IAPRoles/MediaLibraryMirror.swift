@@ -24,9 +24,14 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
     public private(set) var dropped = 0
     /// MediaLibraryReset flags applied.
     public private(set) var resets = 0
+    /// Item ids in all playlists together.
+    public private(set) var playlistEntries = 0
 
     public static let maximumItems = 250_000
     public static let maximumPlaylists = 10_000
+    /// Item ids in all playlists together (each playlist's file is bounded
+    /// by the file-transfer receiver, but not their number times that).
+    public static let maximumPlaylistEntries = 2_000_000
 
     public init(_ description: MediaLibraryDescription) { self.description = description }
 
@@ -40,6 +45,7 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
             resets += 1
             items = [:]
             playlists = [:]
+            playlistEntries = 0
             itemOrder = []
             playlistOrder = []
             awaitingContents = []
@@ -52,7 +58,7 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
         if !update.deletedPlaylists.isEmpty {
             let deleted = Set(update.deletedPlaylists)
             for id in deleted {
-                playlists[id] = nil
+                playlistEntries -= playlists.removeValue(forKey: id)?.items.count ?? 0
                 awaitingContents.remove(id)
             }
             playlistOrder.removeAll { deleted.contains($0) }
@@ -74,11 +80,12 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
                 // Contents come by file transfer: until new ones do, the old stand.
                 playlist.items = old.items
             } else {
-                guard playlists.count < Self.maximumPlaylists else {
+                guard playlists.count < Self.maximumPlaylists, playlistEntries + playlist.items.count <= Self.maximumPlaylistEntries else {
                     dropped += 1
                     continue
                 }
                 playlistOrder.append(playlist.persistentID)
+                playlistEntries += playlist.items.count
             }
             playlists[playlist.persistentID] = playlist
             if let transfer = entry.contentsTransferID {
@@ -98,10 +105,16 @@ public struct MediaLibraryMirror: Hashable, Sendable, Codable {
     public mutating func setContents(of playlistID: UInt64, from bytes: [UInt8]) -> String? {
         awaitingContents.remove(playlistID)
         guard bytes.count % 8 == 0 else { return "playlist contents of \(bytes.count) bytes are not a whole number of 8-byte identifiers" }
-        guard playlists[playlistID] != nil else { return "contents for playlist 0x\(String(playlistID, radix: 16)), which was deleted meanwhile" }
+        guard let playlist = playlists[playlistID] else { return "contents for playlist 0x\(String(playlistID, radix: 16)), which was deleted meanwhile" }
+        let entries = playlistEntries - playlist.items.count + bytes.count / 8
+        guard entries <= Self.maximumPlaylistEntries else {
+            dropped += 1
+            return "contents of playlist 0x\(String(playlistID, radix: 16)) not kept: playlists would hold \(entries) entries, over the limit of \(Self.maximumPlaylistEntries)"
+        }
         playlists[playlistID]?.items = stride(from: 0, to: bytes.count, by: 8).map { start in
             bytes[start..<start + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         }
+        playlistEntries = entries
         return nil
     }
 

@@ -370,5 +370,15 @@ func makeLibrary(count: Int, albums: Int = 10, name: String = "Test") -> MediaLi
         update.items = (0..<UInt64(MediaLibraryMirror.maximumItems + 10)).map { MediaLibraryItem(persistentID: $0 + 1) }
         _ = mirror.apply(update)
         #expect(mirror.items.count == MediaLibraryMirror.maximumItems && mirror.dropped == 10)
+        // Playlists' contents together are bounded too, whatever each file's size.
+        var lists = MediaLibraryUpdate(libraryID: "L")
+        lists.playlists = (1...3).map { MediaLibraryPlaylistEntry(MediaLibraryPlaylist(persistentID: $0, name: "P\($0)"), contentsTransferID: UInt8($0)) }
+        _ = mirror.apply(lists)
+        let big = [UInt8](repeating: 1, count: 8 * (MediaLibraryMirror.maximumPlaylistEntries / 2))
+        #expect(mirror.setContents(of: 1, from: big) == nil && mirror.setContents(of: 2, from: big) == nil)
+        #expect(mirror.setContents(of: 3, from: [UInt8](repeating: 2, count: 8))?.contains("over the limit") == true)
+        #expect(mirror.playlists[3]?.items.isEmpty == true && mirror.dropped == 11)
+        // Replacing a playlist's contents counts its old ones out.
+        #expect(mirror.setContents(of: 2, from: big) == nil)
     }
 }
