@@ -353,6 +353,14 @@ public struct HeadUnitMediaRole: Sendable {
         return request(.remoteCommand(requestID: 0, command), .command(command), now: now)
     }
 
+    /// The phone sent a message of the dev-kit extension: the first time,
+    /// the limits go out (before any browse request).
+    private mutating func heardExtension() -> [Output] {
+        guard !phoneSpeaksExtension else { return [] }
+        phoneSpeaksExtension = true
+        return [.send(.limits(limits))]
+    }
+
     /// The remote's button for a command, where one does it.
     static func button(for command: RemoteCommand) -> HIDRemote.Button? {
         switch command {
@@ -413,18 +421,14 @@ public struct HeadUnitMediaRole: Sendable {
         case .appInformation(let name, let hasContent):
             appName = name
             hasContentTree = hasContent
-            // The phone speaks the dev-kit extension: its limits go first,
-            // before any browse request.
-            let limits: [Output] = phoneSpeaksExtension ? [] : [.send(.limits(self.limits))]
-            phoneSpeaksExtension = true
-            return limits + [.event(.appInformation(name: name, hasContentTree: hasContent))]
+            return heardExtension() + [.event(.appInformation(name: name, hasContentTree: hasContent))]
         case .advertisedCommands(let commands):
-            phoneSpeaksExtension = true
+            let limits = heardExtension()
             advertised = commands
             hasCommandSet = true
             let feedback = commands.filter { $0.kind.isRadioFeedback }
             radioControls = radioControls ? !feedback.isEmpty : feedback.contains { $0.enabled }
-            return [.event(.controlsChanged(radio: radioControls, advertised: commands))]
+            return limits + [.event(.controlsChanged(radio: radioControls, advertised: commands))]
         case .nowPlayingUpdate(let update):
             nowPlaying.apply(update, at: now)
             return [.event(.nowPlaying(nowPlaying.info))]

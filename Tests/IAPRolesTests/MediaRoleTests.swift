@@ -349,6 +349,12 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(!messages.contains { if case .limits = $0 { true } else { false } })
         let answer = sent(headUnit.receive(.appInformation(name: "App", hasContentTree: true), now: t0))
         #expect(answer.first.map { if case .limits = $0 { true } else { false } } == true)
+        // As a phone sends them: the commands first, then the app. The limits go once, at the first.
+        var second = HeadUnitMediaRole()
+        _ = second.connect(now: t0)
+        let limits = sent(second.receive(.advertisedCommands([AdvertisedCommand(.play)]), now: t0))
+            + sent(second.receive(.appInformation(name: "App", hasContentTree: true), now: t0))
+        #expect(limits.filter { if case .limits = $0 { true } else { false } }.count == 1)
     }
 
     @Test func aPhoneThatSpeaksOnlyStandardIAP2GetsCommandsAsRemotePresses() {
