@@ -36,7 +36,7 @@ extension ConformanceCase {
         // A second and third request on the same connection, as a real head unit sends them.
         let index = peer.ask(4, 0x001E, answer: (4, 0x001F))
         let title = peer.ask(4, 0x0020, index?.data ?? [], answer: (4, 0x0021))
-        let playing = peer.core.app?.nowPlaying(at: peer.now).title
+        let playing = peer.edge.app.nowPlaying(at: peer.now).title
         s.expect(title.map { String(decoding: $0.data.dropLast(), as: UTF8.self) } == playing,
                  "the playing track's title reads \(title.map(String.init(describing:)) ?? "nothing"), not \(playing ?? "nothing")")
         s.expect(!peer.core.link.isUp, "an iAP2 link came up with a head unit that speaks only iAP1")

@@ -246,7 +246,7 @@ public struct MediaSimulator: Sendable {
             case .sentMessage(let id): sentMessageIDs[role, default: []].append(id)
             case .legacyEvent(let event): note(who, "iAP1: \(event)")
             case .log(_, let line): note(who, line)
-            case .authenticator, .verify, .legacyVerify, .load, .legacyLoad, .pausePlayback: break // answered by the edge
+            case .authenticator, .verify, .legacyVerify, .load, .legacyLoad, .pausePlayback, .perform, .legacyPerform, .readNowPlaying: break // answered by the edge
             }
         }
     }

@@ -40,29 +40,32 @@ public struct VirtualTimeEdge: Sendable {
     }
 
     /// Answers a core's requests at once (authenticator, verifier, the
-    /// app's content and pause) back into the core until nothing is left to
-    /// answer; every other output (writes, events, logs) goes to `pass`, in order.
+    /// app's content, commands, now playing and pause) back into the core
+    /// until nothing is left to answer; every other output (writes, events,
+    /// logs) goes to `pass`, in order.
     public func serve(_ outputs: [EndpointCore.Output], _ core: inout EndpointCore, now: LinkInstant,
                       pass: (EndpointCore.Output) -> Void) {
-        var pending = outputs[...]
+        let app = core.servesApp ? self.app : nil
+        var pending = core.answer(outputs, now: now, for: app)[...]
         while let output = pending.popFirst() {
             switch output {
             case .authenticator(let request, let link):
                 guard let answer = authenticatorAnswer(request) else { continue }
-                pending += core.handle(.authenticatorAnswered(answer, link: link), now: now)
+                pending += core.handle(.authenticatorAnswered(answer, link: link), now: now, answeringFor: app)
             case .verify(let request, let link):
-                pending += core.handle(.verified(verifier.answerWithoutChain(request), link: link), now: now)
+                pending += core.handle(.verified(verifier.answerWithoutChain(request), link: link), now: now, answeringFor: app)
             case .legacyVerify(let id, let request, let link):
-                pending += core.handle(.legacyVerified(id: id, verifier.answerWithoutChain(request), link: link), now: now)
+                pending += core.handle(.legacyVerified(id: id, verifier.answerWithoutChain(request), link: link), now: now, answeringFor: app)
             case .load(let token, let request):
-                let (result, delay) = app.load(request, now: now)
-                pending += core.handle(.loaded(token: token, result, readyAt: now + delay), now: now)
+                let (result, delay) = self.app.load(request, now: now)
+                pending += core.handle(.loaded(token: token, result, readyAt: now + delay), now: now, answeringFor: app)
             case .legacyLoad(let token, let request):
-                let (result, delay) = app.load(request, now: now)
-                pending += core.handle(.legacyLoaded(token: token, result, readyAt: now + delay), now: now)
+                let (result, delay) = self.app.load(request, now: now)
+                pending += core.handle(.legacyLoaded(token: token, result, readyAt: now + delay), now: now, answeringFor: app)
             case .pausePlayback:
-                app.pause(at: now)
-            case .write, .link, .event, .legacyEvent, .sentMessage, .log:
+                self.app.pause(at: now)
+            case .write, .link, .event, .legacyEvent, .sentMessage, .log, .perform, .legacyPerform, .readNowPlaying:
+                // (the app's commands and now playing were answered in `handle`)
                 pass(output)
             }
         }
@@ -88,7 +91,7 @@ public struct VirtualTimeEdge: Sendable {
         if feedback { app.registerFeedback(&commands) }
         let app = self.app
         let connection = Connection(configuration, phone: PhoneMediaRole(appName: app.appName, commands: commands, offersContent: true, library: app.mediaLibrary),
-                                    nowPlaying: { now in app.nowPlaying(at: now) })
+                                    readsNowPlaying: true)
         return EndpointCore(configuration: EndpointCore.Configuration(link: link, coalescesWrites: coalescesWrites), connection: connection, app: app,
                             verifiesLegacy: configuration.authentication == .required)
     }

@@ -289,7 +289,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     private func handle(_ input: EndpointCore.Input) {
         let now = MonotonicClock.now()
         if core.legacy != nil { core.unwrittenBytes = transport.queuedWriteBytes }
-        carryOut(core.handle(input, now: now), now: now)
+        carryOut(core.handle(input, now: now, answeringFor: app), now: now)
         status.withLock { status in
             status.isUp = core.link.isUp
             status.negotiated = core.link.negotiated
@@ -362,7 +362,7 @@ public final class MediaEndpoint: @unchecked Sendable {
                 }
             case .legacyEvent(let event): describe(event)
             case .pausePlayback: app?.pause(at: now)
-            case .sentMessage: break
+            case .perform, .legacyPerform, .readNowPlaying, .sentMessage: break  // the first three answered in `handle`
             case .log(let level, let line):
                 switch level {
                 case .info: logger.info("\(line)")

@@ -37,8 +37,10 @@ public enum EndKind: String, Sendable {
 /// dropped (a verdict on one accessory's certificate never passes for
 /// another's).
 ///
-/// It calls the phone's app synchronously for what is playing and its
-/// command set (`MediaApp`); the app's content leaves as `.load` requests.
+/// It never calls the phone's app: the app's content leaves as `.load`
+/// requests, its commands as `.perform` and what it plays as
+/// `.readNowPlaying`, each answered by the edge with an input (h11's rule:
+/// the state machine never runs user code).
 public struct EndpointCore: Sendable {
     public enum Input: Sendable {
         /// Starts the link end (the transport is open).
@@ -63,6 +65,13 @@ public struct EndpointCore: Sendable {
         case loaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
         /// The app answered a load of the legacy phone's.
         case legacyLoaded(token: UInt32, PhoneMediaRole.LoadResult, readyAt: LinkInstant)
+        /// The app ran a command asked for with `.perform`.
+        case performed(RemoteCommand, PhoneMediaRole.CommandOrigin, RequestStatus)
+        /// The app ran a command asked for with `.legacyPerform`.
+        case legacyPerformed(LegacyPhone.Reply, RequestStatus)
+        /// What the app plays now, the answer to `.readNowPlaying` (or news
+        /// from the app at any time).
+        case nowPlaying(NowPlayingInfo)
         /// A control message from outside the roles (a diagnostic ping); held
         /// (a bounded few) until the first link is up.
         case send(ControlMessage)
@@ -103,6 +112,17 @@ public struct EndpointCore: Sendable {
         case legacyEvent(LegacyPhone.Event)
         /// Phone: the head unit went away while playing.
         case pausePlayback
+        /// Phone: run the app's handler for this command (`commands`
+        /// holds it); answer with `.performed`.
+        case perform(RemoteCommand, PhoneMediaRole.CommandOrigin)
+        /// Phone serving iAP1: run the app's handler for this command;
+        /// answer with `.legacyPerformed`, giving the reply back.
+        case legacyPerform(RemoteCommand, reply: LegacyPhone.Reply)
+        /// Phone: read what the app plays now (`MediaApp.nowPlaying(at:)`);
+        /// answer with `.nowPlaying`. Asked once, last, in the outputs of
+        /// an input while a head unit is connected; a load's status waits
+        /// for the answer.
+        case readNowPlaying
         /// A control message this end sent, by id (with `Configuration.recordsSentMessages`).
         case sentMessage(UInt16)
         /// A line for the log.
@@ -125,7 +145,9 @@ public struct EndpointCore: Sendable {
     public static let maximumHeldOutgoing = 64
 
     public let configuration: Configuration
-    public let app: (any MediaApp)?
+    /// Whether this end serves an app (a phone with one): its loads,
+    /// commands and now playing are asked of the edge.
+    public let servesApp: Bool
     public private(set) var link: LinkEnd
     public private(set) var connection: Connection
     /// The phone's answer to a head unit that speaks only iAP1; nil for
@@ -159,6 +181,8 @@ public struct EndpointCore: Sendable {
 
     // One input's work.
     private var outputs: [Output] = []
+    /// The session or the legacy phone wants the app's now playing.
+    private var wantsNowPlaying = false
     private var writes: [UInt8] = []
     /// Link actions not yet acted on, oldest first (a queue, not recursion:
     /// a long exchange would otherwise make a deep stack).
@@ -176,13 +200,19 @@ public struct EndpointCore: Sendable {
     ///     serves a head unit that speaks only iAP1 from the same app.
     public init(configuration: Configuration, connection: Connection, app: (any MediaApp)?, verifiesLegacy: Bool = false) {
         self.configuration = configuration
-        self.app = app
+        servesApp = app != nil
         self.connection = connection
         link = LinkEnd(configuration: configuration.link)
         if configuration.link.answersIAP1, configuration.link.role == .device, let app {
-            legacy = LegacyPhone(appName: app.appName, commands: app.commandCenter(), verifies: verifiesLegacy)
+            legacy = LegacyPhone(appName: app.appName, verifies: verifiesLegacy)
         }
     }
+
+    /// The phone's command set as it is now (an app may change it while
+    /// serving, `PhoneMediaRole.updateCommands`): the edge runs `.perform`
+    /// and `.legacyPerform` with it, so an iAP1 head unit is served the
+    /// same set as an iAP2 one.
+    public var commands: RemoteCommandCenter { connection.phone.commands }
 
     /// The core of an end of `kind` as the CLI and IAPKit run it: a phone
     /// with an app serves it over iAP2 and to an iAP1 head unit.
@@ -193,11 +223,9 @@ public struct EndpointCore: Sendable {
         let servesLegacy = kind == .phone && app != nil
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
                                    offersContent: kind == .phone && app?.offersContent == true, library: kind == .phone ? app?.mediaLibrary : nil)
-        var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
-        if kind == .phone, let app { nowPlaying = { now in app.nowPlaying(at: now) } }
         let connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication),
                                     phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits, syncsMediaLibrary: kind == .headUnit, mediaLibraries: mediaLibraries),
-                                    nowPlaying: nowPlaying)
+                                    readsNowPlaying: kind == .phone && app != nil)
         self.init(configuration: Configuration(link: LinkConfiguration(role: kind.linkRole, answersIAP1: servesLegacy), coalescesWrites: coalescesWrites),
                   connection: connection, app: kind == .phone ? app : nil, verifiesLegacy: authentication == .required)
     }
@@ -220,7 +248,6 @@ public struct EndpointCore: Sendable {
     /// Handles one input at `now`; returns what to carry out, in order (this
     /// input's write first: the peer waits for it).
     public mutating func handle(_ input: Input, now: LinkInstant) -> [Output] {
-        app?.setTime(now)
         switch input {
         case .start: linkDid(link.start(now: now), now: now)
         case .received(let bytes): linkDid(link.receive(bytes, now: now), now: now)
@@ -257,6 +284,14 @@ public struct EndpointCore: Sendable {
             } else {
                 legacyCompletions.append((readyAt, token, result))
             }
+        case .performed(let command, let origin, let status):
+            perform(connection.performed(command, for: origin, status: status, now: now), now: now)
+        case .legacyPerformed(let reply, let status):
+            performLegacy(legacy?.performed(status, reply: reply) ?? [], now: now)
+        case .nowPlaying(let info):
+            perform(connection.setNowPlaying(info, now: now), now: now)
+            if legacy?.isIdentified == true { performLegacy(legacy?.setNowPlaying(info, now: now) ?? [], now: now) }
+            return finish(now: now, readingNowPlaying: false)
         case .send(let message):
             // A caller may see the link up before this core has handled its
             // coming up: its messages wait (a bounded few) until then.
@@ -278,18 +313,17 @@ public struct EndpointCore: Sendable {
     /// Acts on the session now, as `.action` does, for a driver on one
     /// thread whose action need not outlive the call (the simulators).
     public mutating func act(now: LinkInstant, _ action: (inout Connection, LinkInstant) -> [Connection.Output]) -> [Output] {
-        app?.setTime(now)
         perform(action(&connection, now), now: now)
         return finish(now: now)
     }
 
-    /// What plays, read after every input, as the session core reads it;
-    /// then this input's outputs.
-    private mutating func finish(now: LinkInstant) -> [Output] {
-        if let app, legacy?.isIdentified == true {
-            performLegacy(legacy?.setNowPlaying(app.nowPlaying(at: now), now: now) ?? [], now: now)
-        }
+    /// This input's outputs, ending with one request for what the app
+    /// plays when the session or an identified iAP1 head unit wants it
+    /// (not after the answer itself: the edge would be asked again and again).
+    private mutating func finish(now: LinkInstant, readingNowPlaying: Bool = true) -> [Output] {
         pullSessionMessages(now: now)
+        if readingNowPlaying, servesApp, wantsNowPlaying || legacy?.isIdentified == true { outputs.append(.readNowPlaying) }
+        wantsNowPlaying = false
         return take()
     }
 
@@ -375,8 +409,6 @@ public struct EndpointCore: Sendable {
             outputs.append(.link(event))
             sendBacklog(of: session, now: now)
         case .legacyFrame(let payload):
-            // The app's commands as they are now: an IAPKit app may have changed them.
-            if let app { legacy?.setCommands(app.commandCenter()) }
             performLegacy(legacy?.received(payload, now: now) ?? [], now: now)
             consumedUntold += payload.count
         default:
@@ -458,12 +490,14 @@ public struct EndpointCore: Sendable {
             case .authenticator(let request): outputs.append(.authenticator(request, link: linkGeneration))
             case .verify(let request): outputs.append(.verify(request, link: linkGeneration))
             case .load(let token, let request):
-                guard app != nil else {
+                guard servesApp else {
                     perform(connection.complete(token: token, with: .failed(.noSuchContent, "this phone serves no app"), at: now, now: now), now: now)
                     continue
                 }
                 outputs.append(.load(token: token, request))
             case .pausePlayback: outputs.append(.pausePlayback)
+            case .perform(let command, let origin): outputs.append(.perform(command, origin))
+            case .readNowPlaying: wantsNowPlaying = true
             }
         }
     }
@@ -506,6 +540,7 @@ public struct EndpointCore: Sendable {
                     }
                 }
             case .load(let token, let request): outputs.append(.legacyLoad(token: token, request))
+            case .perform(let command, let reply): outputs.append(.legacyPerform(command, reply: reply))
             case .verify(let id, let request): outputs.append(.legacyVerify(id: id, request, link: linkGeneration))
             case .event(let event): outputs.append(.legacyEvent(event))
             case .log(let line): log(.info, "iAP1: \(line)")

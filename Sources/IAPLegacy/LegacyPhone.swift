@@ -60,6 +60,10 @@ public struct LegacyPhone: Sendable {
         case send(IAP1Packet)
         /// Ask the app; answer with `complete`.
         case load(token: UInt32, PhoneMediaRole.LoadRequest)
+        /// Run the app's handler for this command (`RemoteCommandCenter.perform`,
+        /// which fails one not advertised or not enabled); answer with
+        /// `performed`, giving the reply back.
+        case perform(RemoteCommand, reply: Reply)
         /// Ask the edge's verifier; answer with `verified`, giving the id back.
         case verify(id: UInt32, VerificationRequest)
         case event(Event)
@@ -101,7 +105,7 @@ public struct LegacyPhone: Sendable {
     }
 
     /// Where an answer goes: the command it answers and the transaction id to echo.
-    private struct Reply: Hashable, Sendable {
+    public struct Reply: Hashable, Sendable {
         var transactionID: UInt16?
         var command: UInt16
     }
@@ -144,7 +148,6 @@ public struct LegacyPhone: Sendable {
     /// verifier, and the Extended Interface waits for them to pass; when
     /// false they are acknowledged unchecked (and logged).
     public let verifies: Bool
-    public private(set) var commands: RemoteCommandCenter
 
     /// Whether the head unit's packets carry transaction ids: decided by how
     /// it identified.
@@ -182,10 +185,8 @@ public struct LegacyPhone: Sendable {
     /// Log lines and events given out on this connection (see `reportsPerConnection`).
     private var reports = 0
 
-    public init(appName: String, commands: RemoteCommandCenter, identity: Identity = Identity(), verifies: Bool,
-                loadTimeout: Duration = .seconds(5)) {
+    public init(appName: String, identity: Identity = Identity(), verifies: Bool, loadTimeout: Duration = .seconds(5)) {
         self.appName = appName
-        self.commands = commands
         self.identity = identity
         self.verifies = verifies
         self.loadTimeout = loadTimeout
@@ -193,10 +194,6 @@ public struct LegacyPhone: Sendable {
 
     public var isIdentified: Bool { lingoes != 0 }
 
-    /// The app's command set as it is now (an app may change it while serving).
-    public mutating func setCommands(_ commands: RemoteCommandCenter) {
-        self.commands = commands
-    }
     public var isAuthenticated: Bool { authentication == .succeeded }
 
     /// The earliest time `tick` has something to do.
@@ -669,12 +666,12 @@ public struct LegacyPhone: Sendable {
             return [send(Extended.returnShuffle, [nowPlaying.shuffleMode.rawValue], reply)]
         case Extended.setShuffle:
             guard let raw = data.first, let mode = ShuffleMode(rawValue: raw) else { return [extendedAck(.badParameter, reply)] }
-            return [extendedAck(Self.status(commands.perform(.changeShuffleMode(mode))), reply)]
+            return [.perform(.changeShuffleMode(mode), reply: reply)]
         case Extended.getRepeat:
             return [send(Extended.returnRepeat, [nowPlaying.repeatMode.rawValue], reply)]
         case Extended.setRepeat:
             guard let raw = data.first, let mode = RepeatMode(rawValue: raw) else { return [extendedAck(.badParameter, reply)] }
-            return [extendedAck(Self.status(commands.perform(.changeRepeatMode(mode))), reply)]
+            return [.perform(.changeRepeatMode(mode), reply: reply)]
         case Extended.setCurrentPlayingTrack:
             guard data.count >= 4 else { return [extendedAck(.badParameter, reply)] }
             let index = u32(data, at: 0)
@@ -704,7 +701,13 @@ public struct LegacyPhone: Sendable {
         case 0x0C, 0x0D: return [extendedAck(.commandFailed, reply)]  // no chapters
         default: return [extendedAck(.badParameter, reply)]
         }
-        return [extendedAck(Self.status(commands.perform(command)), reply)]
+        return [.perform(command, reply: reply)]
+    }
+
+    /// The app ran (or could not run) a command asked for with `.perform`:
+    /// its acknowledgement.
+    public mutating func performed(_ status: RequestStatus, reply: Reply) -> [Output] {
+        capped([extendedAck(Self.status(status), reply)])
     }
 
     // MARK: The playing queue
@@ -924,7 +927,7 @@ public struct LegacyPhone: Sendable {
                 if reports & (reports - 1) == 0 {
                     kept.append(.log("\(reports) log lines and events for this iAP1 head unit so far; past the first \(Self.reportsPerConnection) they are counted, not given one by one"))
                 }
-            case .send, .load, .verify:
+            case .send, .load, .verify, .perform:
                 kept.append(output)
             }
         }

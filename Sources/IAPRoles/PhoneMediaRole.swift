@@ -22,6 +22,9 @@ public struct PhoneMediaRole: Sendable {
         case sendMessage(ControlMessage)
         /// Ask the app; answer with `complete`.
         case load(token: UInt32, LoadRequest)
+        /// Run the app's handler for this command (`commands.perform`, which
+        /// fails one not advertised or not enabled); answer with `performed`.
+        case perform(RemoteCommand, CommandOrigin)
         /// Send this file over the file-transfer session with this id and
         /// file type (`FileTransferFileType`).
         case transferFile(id: UInt8, bytes: [UInt8], type: UInt16)
@@ -30,6 +33,16 @@ public struct PhoneMediaRole: Sendable {
         case connected(connection: Int)
         case disconnected(connection: Int)
         case log(String)
+    }
+
+    /// What asked for a command, and so where its status goes.
+    public enum CommandOrigin: Hashable, Sendable {
+        /// The extension's RemoteCommand: the status answers the request.
+        case remoteCommand(requestID: UInt32)
+        /// A media-remote HID button: the status is only logged.
+        case hidButton(HIDRemote.Button)
+        /// SetNowPlayingInformation's elapsed time, as a seek: logged.
+        case setNowPlayingInformation
     }
 
     public enum LoadRequest: Hashable, Sendable {
@@ -339,8 +352,7 @@ public struct PhoneMediaRole: Sendable {
             }
             return [startLoad(.image(id: image, scale: Int(scale)), requestID: id, in: &current, now: now)]
         case .remoteCommand(let id, let command):
-            let status = commands.perform(command)
-            return [.send(.requestStatus(requestID: id, status, error: nil)), .log("command \(command.kind): \(status)")]
+            return [.perform(command, .remoteCommand(requestID: id))]
         case .startHID, .accessoryHIDReport, .stopHID:
             var outputs: [Output] = []
             for event in hid.receive(message.controlMessage) {
@@ -353,7 +365,7 @@ public struct PhoneMediaRole: Sendable {
                         outputs.append(.log("HID \(button) pressed: not a media command here"))
                         continue
                     }
-                    outputs.append(.log("HID \(button) pressed: \(command.kind) \(commands.perform(command))"))
+                    outputs.append(.perform(command, .hidButton(button)))
                 }
             }
             return outputs
@@ -364,14 +376,28 @@ public struct PhoneMediaRole: Sendable {
                 outputs.append(startLoad(.queue(offset: Int(queueIndex), count: 1), requestID: nil, in: &current, now: now))
             }
             if let elapsed {
-                let status = commands.perform(.changePlaybackPosition(milliseconds: elapsed))
-                outputs.append(.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)"))
+                outputs.append(.perform(.changePlaybackPosition(milliseconds: elapsed), .setNowPlayingInformation))
             }
             return outputs
         case .startMediaLibraryInformation, .stopMediaLibraryInformation, .startMediaLibraryUpdates, .stopMediaLibraryUpdates, .playMediaLibrary:
             return receiveLibrary(message, in: &current, now: now)
         default:
             return [.log("ignored \(message.controlMessage.id == 0 ? "a message" : "an unexpected message") from the head unit")]
+        }
+    }
+
+    /// The app ran (or could not run) a command the role asked for: the
+    /// extension's request gets its status; the rest are logged.
+    public func performed(_ command: RemoteCommand, for origin: CommandOrigin, status: RequestStatus, now: LinkInstant) -> [Output] {
+        switch origin {
+        case .remoteCommand(let id):
+            guard connection != nil else { return [.log("command \(command.kind): \(status), after the head unit went away")] }
+            return [.send(.requestStatus(requestID: id, status, error: nil)), .log("command \(command.kind): \(status)")]
+        case .hidButton(let button):
+            return [.log("HID \(button) pressed: \(command.kind) \(status)")]
+        case .setNowPlayingInformation:
+            guard case .changePlaybackPosition(let elapsed) = command else { return [.log("command \(command.kind): \(status)")] }
+            return [.log("seek to \(elapsed) ms requested with SetNowPlayingInformation: \(status)")]
         }
     }
 

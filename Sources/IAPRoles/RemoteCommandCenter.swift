@@ -38,7 +38,9 @@ public struct RemoteCommandCenter: Sendable {
         enabled.keys.sorted().map { AdvertisedCommand($0, enabled: enabled[$0] ?? false) }
     }
 
-    /// Runs the handler for a command, or says why it cannot run.
+    /// Runs the handler for a command, or says why it cannot run (none
+    /// registered, or not enabled). The edge calls this when a role asks it
+    /// to (`.perform`); the roles never do.
     public func perform(_ command: RemoteCommand) -> RequestStatus {
         guard let handler = handlers[command.kind] else { return .commandFailed }
         guard enabled[command.kind] == true else { return .commandFailed }

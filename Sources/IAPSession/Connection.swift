@@ -88,14 +88,21 @@ public struct Connection: Sendable {
         case load(token: UInt32, PhoneMediaRole.LoadRequest)
         /// Phone: the head unit went away while playing.
         case pausePlayback
+        /// Phone: run the app's handler for this command; answer with `performed`.
+        case perform(RemoteCommand, PhoneMediaRole.CommandOrigin)
+        /// Phone: read what the app is playing now; answer with
+        /// `setNowPlaying`. Asked at the end of every input while a head
+        /// unit is connected, so an update follows what a command or a
+        /// play did; a load's status waits for the answer, so that the
+        /// head unit sees the state a play caused by the time it hears the
+        /// play's status.
+        case readNowPlaying
     }
 
     public let configuration: Configuration
-    /// Phone: what the app is playing at a given time, read after every
-    /// input (and before a command's status goes out, so that the head unit
-    /// sees the state a command caused by the time it hears the command's
-    /// status). An update is sent only when it changed meaningfully.
-    private let nowPlayingSource: (@Sendable (LinkInstant) -> NowPlayingInfo)?
+    /// Phone: whether the edge answers `.readNowPlaying` (the phone serves
+    /// an app); without, now playing changes only through `setNowPlaying`.
+    private let readsNowPlaying: Bool
     public private(set) var stage = Stage.disconnected
     public private(set) var phone: PhoneMediaRole
     public private(set) var headUnit: HeadUnitMediaRole
@@ -122,6 +129,16 @@ public struct Connection: Sendable {
     private var queuedFiles: [(id: UInt8, bytes: [UInt8], type: UInt16)] = []
     /// Phone: loads the app answered, to complete at their time.
     private var completions: [(at: LinkInstant, token: UInt32, result: PhoneMediaRole.LoadResult)] = []
+    /// Phone: answers waiting for the app's now playing (`.readNowPlaying`)
+    /// before they go out, oldest first: loads whose time has come and
+    /// commands the app ran. The head unit sees the state a play or a
+    /// command caused by the time it hears its status.
+    private var awaitingNowPlaying: [AwaitingNowPlaying] = []
+
+    private enum AwaitingNowPlaying {
+        case load(token: UInt32, result: PhoneMediaRole.LoadResult)
+        case command(RemoteCommand, PhoneMediaRole.CommandOrigin, RequestStatus)
+    }
     private var problemsOnLink = 0
     private var outputs: [Output] = []
     /// Head unit: whether it may send more than authentication messages on
@@ -135,6 +152,10 @@ public struct Connection: Sendable {
     /// Head unit: how many messages wait for authentication at most; more
     /// are refused with a problem naming them.
     public static let maximumHeldUntilAuthenticated = 16
+
+    /// Phone: answers held for the app's now playing at most; past this
+    /// they go out without it.
+    public static let maximumAwaitingNowPlaying = 128
 
     /// How many `.problem` events one link reports one by one. A peer can
     /// repeat a mistake without end (a message flood before identification,
@@ -157,9 +178,9 @@ public struct Connection: Sendable {
     public static let maximumQueuedPlaylistTransfers = 8
 
     public init(_ configuration: Configuration, phone: PhoneMediaRole = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false),
-                headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)? = nil) {
+                headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), readsNowPlaying: Bool = false) {
         self.configuration = configuration
-        nowPlayingSource = nowPlaying
+        self.readsNowPlaying = readsNowPlaying
         self.phone = phone
         self.headUnit = headUnit
         deviceAuthentication = DeviceAuthentication(stepTimeout: configuration.stepTimeout)
@@ -235,6 +256,7 @@ public struct Connection: Sendable {
         identificationDeadline = nil
         stallDeadline = nil
         completions.removeAll()
+        awaitingNowPlaying.removeAll()
         queuedFiles = []
         switch configuration.role {
         case .phone:
@@ -271,12 +293,8 @@ public struct Connection: Sendable {
             stallDeadline = nil
             emit(.problem("the device has not started authentication or identification \(configuration.stepTimeout) after link up; still waiting"))
         }
-        let due = completions.filter { $0.at <= now }
+        for completion in completions where completion.at <= now { awaitingNowPlaying.append(.load(token: completion.token, result: completion.result)) }
         completions.removeAll { $0.at <= now }
-        for completion in due {
-            syncNowPlaying(now: now)
-            phoneOutputs(phone.complete(token: completion.token, with: completion.result, now: now))
-        }
         if isMediaConnected {
             switch configuration.role {
             case .phone: phoneOutputs(phone.tick(now: now))
@@ -304,9 +322,7 @@ public struct Connection: Sendable {
     /// app's own delay; `now` for at once).
     public mutating func complete(token: UInt32, with result: PhoneMediaRole.LoadResult, at: LinkInstant, now: LinkInstant) -> [Output] {
         if at <= now {
-            // What the load did to playback goes out before its answer.
-            syncNowPlaying(now: now)
-            phoneOutputs(phone.complete(token: token, with: result, now: now))
+            awaitingNowPlaying.append(.load(token: token, result: result))
         } else {
             completions.append((at, token, result))
         }
@@ -314,9 +330,34 @@ public struct Connection: Sendable {
     }
 
     /// Phone: what the app is playing; an update goes out when it changed meaningfully.
+    /// Loads whose time has come answer after it: what a load did to
+    /// playback goes out before its status.
     public mutating func setNowPlaying(_ info: NowPlayingInfo, now: LinkInstant) -> [Output] {
         if phone.isConnected { publishNowPlaying(info, now: now) }
+        answerAwaiting(now: now)
+        return take(now, readingNowPlaying: false)
+    }
+
+    /// Phone: the app's answer to a `.perform`; its status goes out after
+    /// the app's now playing is read.
+    public mutating func performed(_ command: RemoteCommand, for origin: PhoneMediaRole.CommandOrigin, status: RequestStatus,
+                                   now: LinkInstant) -> [Output] {
+        // An edge that never answers `.readNowPlaying` cannot make these
+        // grow without end (loads are bounded by the role's pending requests).
+        if awaitingNowPlaying.count >= Self.maximumAwaitingNowPlaying { answerAwaiting(now: now) }
+        awaitingNowPlaying.append(.command(command, origin, status))
         return take(now)
+    }
+
+    private mutating func answerAwaiting(now: LinkInstant) {
+        let awaiting = awaitingNowPlaying
+        awaitingNowPlaying.removeAll()
+        for answer in awaiting {
+            switch answer {
+            case .load(let token, let result): phoneOutputs(phone.complete(token: token, with: result, now: now))
+            case .command(let command, let origin, let status): phoneOutputs(phone.performed(command, for: origin, status: status, now: now))
+            }
+        }
     }
 
     /// Phone: a change to the app's command set or any other action on the role.
@@ -420,9 +461,7 @@ public struct Connection: Sendable {
                 return
             }
             guard let typed = typed(message) else { return }
-            let answers = phone.receive(typed, now: now)
-            syncNowPlaying(now: now)
-            phoneOutputs(answers)
+            phoneOutputs(phone.receive(typed, now: now))
         case .headUnit:
             if MessageID.authentication.contains(message.id) {
                 stallDeadline = nil
@@ -590,6 +629,7 @@ public struct Connection: Sendable {
             case .send(let message): sendMessage(message.controlMessage)
             case .sendMessage(let message): sendMessage(message)
             case .load(let token, let request): outputs.append(.load(token: token, request))
+            case .perform(let command, let origin): outputs.append(.perform(command, origin))
             case .transferFile(let id, let bytes, let type): startTransfer(id, bytes, type: type)
             case .pausePlayback: outputs.append(.pausePlayback)
             case .connected(let number): log("media connection \(number) open")
@@ -726,16 +766,19 @@ public struct Connection: Sendable {
     }
     private mutating func log(_ line: String) { emit(.log(line)) }
 
-    /// The outputs of one input, after the app's now playing was read.
-    private mutating func take(_ now: LinkInstant) -> [Output] {
-        syncNowPlaying(now: now)
+    /// The outputs of one input, ending with a request for the app's now
+    /// playing while a head unit is connected. Without one to read (no
+    /// app, or no head unit), loads whose time has come answer at once.
+    private mutating func take(_ now: LinkInstant, readingNowPlaying: Bool = true) -> [Output] {
+        if readingNowPlaying {
+            if readsNowPlaying && phone.isConnected {
+                outputs.append(.readNowPlaying)
+            } else if !awaitingNowPlaying.isEmpty {
+                answerAwaiting(now: now)
+            }
+        }
         defer { outputs.removeAll(keepingCapacity: true) }
         return outputs
-    }
-
-    private mutating func syncNowPlaying(now: LinkInstant) {
-        guard let nowPlayingSource, phone.isConnected else { return }
-        publishNowPlaying(nowPlayingSource(now), now: now)
     }
 
     /// Artwork travels over the file-transfer session: on a link without

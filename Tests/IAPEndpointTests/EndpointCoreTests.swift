@@ -1,6 +1,8 @@
 import Testing
+import IAPDemo
 import IAPEndpoint
 import IAPLink
+import IAPRoles
 import IAPSession
 import IAPWire
 
@@ -53,5 +55,49 @@ import IAPWire
         #expect(!pair.headUnitSentCertificate, "an answer made for the earlier link went out on the new one")
         pair.handle(.authenticatorAnswered(.certificate(Array("fresh".utf8)), link: second), at: 1)
         #expect(pair.headUnitSentCertificate, "the answer for the current link was not sent")
+    }
+
+    /// The iAP1 packets in what a core wrote.
+    static func iap1Packets(_ outputs: [EndpointCore.Output]) -> [IAP1Packet] {
+        let written: [UInt8] = outputs.flatMap { output -> [UInt8] in if case .write(let bytes) = output { bytes } else { [] } }
+        var packets: [IAP1Packet] = []
+        var index = 0
+        while index < written.count {
+            guard let frame = IAP1Frame.parse(written, at: index) else {
+                index += 1
+                continue
+            }
+            if frame.checksumValid, let packet = try? IAP1Packet(payload: written[frame.payloadRange], hasTransactionID: false) { packets.append(packet) }
+            index += frame.encodedLength
+        }
+        return packets
+    }
+
+    /// An app may change its commands while serving (IAPKit's
+    /// `updateCommands`): an iAP1 head unit is served the set as it is now,
+    /// the one an iAP2 head unit is advertised, because the edge runs every
+    /// command with the core's `commands`.
+    @Test func anIAP1HeadUnitIsServedTheCommandSetAsItIsNow() throws {
+        let app = SampleApp()
+        var core = EndpointCore(kind: .phone, app: app, authentication: .off)
+        var now = LinkInstant.milliseconds(1)
+        func ask(_ lingo: UInt8, _ command: UInt16, _ data: [UInt8]) throws -> [IAP1Packet] {
+            now = now + .milliseconds(1)
+            let frame = try IAP1Packet(lingo: lingo, command: command, data: data).encoded(sync: true)
+            return Self.iap1Packets(core.handle(.received(frame), now: now, answeringFor: app))
+        }
+        _ = core.handle(.start, now: now, answeringFor: app)
+        let identified = try ask(0, 0x13, [0, 0, 0, 0x11, 0, 0, 0, 0, 0, 0, 0, 0])
+        #expect(identified.contains { $0.lingo == 0 && $0.command == 0x02 && $0.data == [0x00, 0x13] }, "\(identified)")
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: now)
+        // PlayControl pause: acknowledged with success while the app has a pause handler…
+        let paused = try ask(4, 0x0029, [0x0B])
+        #expect(paused.contains { $0.lingo == 4 && $0.command == 0x0001 && $0.data == [0x00, 0x00, 0x29] }, "\(paused)")
+        #expect(app.snapshot.playback == .paused)
+        // …and as failed once the app has withdrawn it.
+        _ = core.handle(.action { connection, now in connection.phoneDoes(now: now) { role, _ in role.updateCommands { $0.withdraw(.pause) } } },
+                        now: now, answeringFor: app)
+        let refused = try ask(4, 0x0029, [0x0B])
+        #expect(refused.contains { $0.lingo == 4 && $0.command == 0x0001 && $0.data == [0x02, 0x00, 0x29] }, "\(refused)")
     }
 }

@@ -20,8 +20,12 @@ struct LegacyHarness {
     var events: [LegacyPhone.Event] = []
     var logs: [String] = []
 
+    /// The app's commands, as the edge runs them.
+    var commands: RemoteCommandCenter
+
     init(commands: RemoteCommandCenter = RemoteCommandCenter(), verifies: Bool = false) {
-        phone = LegacyPhone(appName: "Test", commands: commands, verifies: verifies)
+        phone = LegacyPhone(appName: "Test", verifies: verifies)
+        self.commands = commands
     }
 
     mutating func take(_ outputs: [LegacyPhone.Output]) {
@@ -29,6 +33,9 @@ struct LegacyHarness {
             switch output {
             case .send(let packet): sent.append(packet)
             case .load(let token, let request): loads.append((token, request))
+            case .perform(let command, let reply):
+                // The edge runs the handler at once, as every driver does.
+                take(phone.performed(commands.perform(command), reply: reply))
             case .verify(let id, let request):
                 verifications.append(request)
                 verificationID = id
@@ -376,19 +383,6 @@ func text(_ packet: IAP1Packet?) -> String? {
         harness.play(NowPlayingInfo(title: "x", state: .playing, repeatMode: .all, shuffleMode: .items))
         #expect(harness.receive(extended(0x002C)).first?.data == [1])
         #expect(harness.receive(extended(0x002F)).first?.data == [2])
-    }
-
-    /// An app may change its commands while serving (IAPKit's
-    /// `updateCommands`); the endpoint hands the set over before each frame.
-    @Test func aChangedCommandSetIsTheOneServed() {
-        var commands = RemoteCommandCenter()
-        commands.register(.pause) { _ in .success }
-        var harness = LegacyHarness(commands: commands)
-        harness.identify()
-        #expect(acked(harness.receive(extended(0x0029, [0x0B])).first, 0x00, 0x0029))
-        commands.withdraw(.pause)
-        harness.phone.setCommands(commands)
-        #expect(acked(harness.receive(extended(0x0029, [0x0B])).first, 0x02, 0x0029))
     }
 
     @Test func thePlayingQueueIsReadByIndex() {

@@ -24,6 +24,17 @@ func loads(_ outputs: [PhoneMediaRole.Output]) -> [(UInt32, PhoneMediaRole.LoadR
     outputs.compactMap { if case .load(let token, let request) = $0 { (token, request) } else { nil } }
 }
 
+extension PhoneMediaRole {
+    /// `receive`, with each command the role asks for run at once by its
+    /// handler and answered, as every driver does.
+    mutating func receiveRunningCommands(_ message: MediaMessage, now: LinkInstant) -> [Output] {
+        receive(message, now: now).flatMap { output -> [Output] in
+            guard case .perform(let command, let origin) = output else { return [output] }
+            return performed(command, for: origin, status: commands.perform(command), now: now)
+        }
+    }
+}
+
 let t0 = LinkInstant.zero
 func at(_ milliseconds: Int64) -> LinkInstant { .milliseconds(milliseconds) }
 
@@ -421,11 +432,11 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         var phone = makePhone(app)
         _ = phone.connect(now: t0)
         // No item yet: commands that need one say so.
-        #expect(sent(phone.receive(.remoteCommand(requestID: 1, .pause), now: t0)) == [.requestStatus(requestID: 1, .noActionableNowPlayingItem, error: nil)])
+        #expect(sent(phone.receiveRunningCommands(.remoteCommand(requestID: 1, .pause), now: t0)) == [.requestStatus(requestID: 1, .noActionableNowPlayingItem, error: nil)])
         _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
-        #expect(sent(phone.receive(.remoteCommand(requestID: 2, .pause), now: t0)) == [.requestStatus(requestID: 2, .success, error: nil)])
+        #expect(sent(phone.receiveRunningCommands(.remoteCommand(requestID: 2, .pause), now: t0)) == [.requestStatus(requestID: 2, .success, error: nil)])
         // A command not registered fails rather than being ignored.
-        #expect(sent(phone.receive(.remoteCommand(requestID: 3, .like(true)), now: t0)) == [.requestStatus(requestID: 3, .commandFailed, error: nil)])
+        #expect(sent(phone.receiveRunningCommands(.remoteCommand(requestID: 3, .like(true)), now: t0)) == [.requestStatus(requestID: 3, .commandFailed, error: nil)])
         for status in RequestStatus.allCases {
             #expect(try wire(.requestStatus(requestID: 4, status, error: "x")) == .requestStatus(requestID: 4, status, error: "x"))
         }
@@ -436,13 +447,13 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         var phone = makePhone(app)
         _ = phone.connect(now: t0)
         // A legacy head unit sends "change shuffle mode" once right after connecting: apply it as given.
-        _ = phone.receive(.remoteCommand(requestID: 1, .changeShuffleMode(.off)), now: t0)
+        _ = phone.receiveRunningCommands(.remoteCommand(requestID: 1, .changeShuffleMode(.off)), now: t0)
         #expect(app.snapshot.shuffleMode == .off)
-        _ = phone.receive(.remoteCommand(requestID: 2, .changeShuffleMode(.items)), now: t0)
-        _ = phone.receive(.remoteCommand(requestID: 3, .changeShuffleMode(.items)), now: t0)
+        _ = phone.receiveRunningCommands(.remoteCommand(requestID: 2, .changeShuffleMode(.items)), now: t0)
+        _ = phone.receiveRunningCommands(.remoteCommand(requestID: 3, .changeShuffleMode(.items)), now: t0)
         #expect(app.snapshot.shuffleMode == .items, "the same value twice must not toggle")
-        _ = phone.receive(.remoteCommand(requestID: 4, .changeRepeatMode(.one)), now: t0)
-        _ = phone.receive(.remoteCommand(requestID: 5, .changeRepeatMode(.one)), now: t0)
+        _ = phone.receiveRunningCommands(.remoteCommand(requestID: 4, .changeRepeatMode(.one)), now: t0)
+        _ = phone.receiveRunningCommands(.remoteCommand(requestID: 5, .changeRepeatMode(.one)), now: t0)
         #expect(app.snapshot.repeatMode == .one)
     }
 
@@ -473,7 +484,7 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: t0)
         var rates: [Double] = []
         for request in 1...4 as ClosedRange<UInt32> {
-            _ = phone.receive(.remoteCommand(requestID: request, .changePlaybackRate), now: t0)
+            _ = phone.receiveRunningCommands(.remoteCommand(requestID: request, .changePlaybackRate), now: t0)
             rates.append(app.snapshot.rate)
         }
         #expect(rates == [1.5, 2.0, 1.0, 1.5])

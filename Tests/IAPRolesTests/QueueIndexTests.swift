@@ -55,7 +55,9 @@ import Testing
         commands.register(.changePlaybackPosition) { command in command == .changePlaybackPosition(milliseconds: 61_000) ? .success : .commandFailed }
         var phone = PhoneMediaRole(appName: "Test", commands: commands, offersContent: true)
         _ = phone.connect(now: .zero)
-        let outputs = phone.receive(.setNowPlayingInformation(elapsedMilliseconds: 61_000, queueIndex: nil), now: .zero)
+        let asked = phone.receive(.setNowPlayingInformation(elapsedMilliseconds: 61_000, queueIndex: nil), now: .zero)
+        #expect(asked == [.perform(.changePlaybackPosition(milliseconds: 61_000), .setNowPlayingInformation)])
+        let outputs = phone.receiveRunningCommands(.setNowPlayingInformation(elapsedMilliseconds: 61_000, queueIndex: nil), now: .zero)
         #expect(Self.loads(outputs).isEmpty)
         #expect(outputs.contains { if case .log(let line) = $0 { line.hasSuffix("success") } else { false } })
     }

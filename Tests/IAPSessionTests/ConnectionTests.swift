@@ -62,11 +62,8 @@ struct SessionHarness {
          playing: Bool = false) {
         accessoryLink = LinkEnd(configuration: LinkConfiguration(role: .accessory, skipDetect: true, keepAliveInterval: nil, silenceLimit: nil))
         deviceLink = LinkEnd(configuration: LinkConfiguration(role: .device, keepAliveInterval: nil, silenceLimit: nil))
-        let app = self.app
-        var source: (@Sendable (LinkInstant) -> NowPlayingInfo)?
-        if playing { source = { @Sendable now in app.nowPlaying(at: now) } }
         self.phone = Connection(phone, phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
-                                nowPlaying: source)
+                                readsNowPlaying: playing)
         self.headUnit = Connection(headUnit)
     }
 
@@ -145,6 +142,12 @@ struct SessionHarness {
                 session(phone.complete(token: token, with: result, at: appAnswersLate ? now : now + delay, now: now), phone: true)
             case .pausePlayback:
                 app.pause(at: now)
+            case .perform(let command, let origin):
+                app.setTime(now)
+                let status = phone.phone.commands.perform(command)
+                session(phone.performed(command, for: origin, status: status, now: now), phone: true)
+            case .readNowPlaying:
+                session(phone.setNowPlaying(app.nowPlaying(at: now), now: now), phone: true)
             }
         }
     }

@@ -33,6 +33,28 @@ import IAPWire
         #expect(harness.headUnit.headUnit.nowPlaying.info.title == "Blue in Green")
     }
 
+    /// The edge runs a command's handler and hands the status back; the
+    /// status goes out after the now-playing update the command caused, so
+    /// a head unit that asks what plays when it hears the status hears the
+    /// new state.
+    @Test func aCommandsStatusFollowsTheUpdateItCaused() {
+        var harness = SessionHarness(playing: true)
+        harness.start()
+        harness.run(for: .seconds(2))
+        harness.headUnitDoes { $0.select("kind-of-blue:3", now: $1) }
+        harness.run(for: .seconds(1))
+        let before = harness.phoneSent.count
+        harness.headUnitDoes { $0.send(.pause, now: $1) }
+        let sent = Array(harness.phoneSent.dropFirst(before))
+        guard let update = sent.firstIndex(of: MessageID.nowPlayingUpdate), let status = sent.firstIndex(of: 0xB103) else {
+            Issue.record("the phone sent \(sent.map { String($0, radix: 16) }), not both NowPlayingUpdate and RequestStatus")
+            return
+        }
+        #expect(update < status, "the phone sent \(sent.map { String($0, radix: 16) })")
+        #expect(harness.headUnit.headUnit.nowPlaying.info.state == .paused)
+        #expect(harness.app.snapshot.playback == .paused)
+    }
+
     @Test func thePlayingAlbumsArtworkArrivesWithNowPlaying() {
         var harness = SessionHarness(playing: true)
         harness.start()
@@ -133,7 +155,9 @@ import IAPWire
 /// Artwork travels over the file-transfer session: a link without one
 /// offers none, and nothing is asked of the app for it.
 @Suite struct ArtworkWithoutFileSessionTests {
-    static func identifiedPhone(sessions: [LinkSessionDescriptor]) throws -> Connection {
+    /// A phone serving the sample app, playing an album with artwork, and
+    /// the app (to answer the phone's `.readNowPlaying`).
+    static func identifiedPhone(sessions: [LinkSessionDescriptor]) throws -> (Connection, SampleApp) {
         let limits = LinkParameters(sessions: sessions)
         let proposal = limits.synchronization
         let answer = try LinkNegotiation.answer(to: proposal, limits: limits).get()
@@ -141,10 +165,19 @@ import IAPWire
         _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: .zero)
         var phone = Connection(.init(role: .phone, authentication: .off),
                                phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
-                               nowPlaying: { now in app.nowPlaying(at: now) })
+                               readsNowPlaying: true)
         _ = phone.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
         _ = phone.received(session: 1, try AccessoryIdentity.devKitHeadUnit.message.encoded(), now: .zero)
-        return phone
+        return (phone, app)
+    }
+
+    /// The subscription's outputs, and those of the now playing it asks for.
+    static func subscribed(_ phone: inout Connection, app: SampleApp) throws -> [Connection.Output] {
+        let subscribe = try MediaMessage.startNowPlayingUpdates(.all).controlMessage.encoded()
+        let now = LinkInstant.milliseconds(1)
+        let outputs = phone.received(session: 1, subscribe, now: now)
+        #expect(outputs.contains(.readNowPlaying), "\(outputs)")
+        return outputs + phone.setNowPlaying(app.nowPlaying(at: now), now: now)
     }
 
     static func imageLoads(_ outputs: [Connection.Output]) -> [PhoneMediaRole.LoadRequest] {
@@ -152,13 +185,12 @@ import IAPWire
     }
 
     @Test func aLinkWithoutAFileSessionGetsNoArtwork() throws {
-        let subscribe = try MediaMessage.startNowPlayingUpdates(.all).controlMessage.encoded()
-        var without = try Self.identifiedPhone(sessions: [.init(id: 1, type: .control)])
-        let outputs = without.received(session: 1, subscribe, now: .milliseconds(1))
+        var (without, app) = try Self.identifiedPhone(sessions: [.init(id: 1, type: .control)])
+        let outputs = try Self.subscribed(&without, app: app)
         #expect(Self.imageLoads(outputs).isEmpty, "\(outputs)")
         #expect(!outputs.contains { if case .event(.problem) = $0 { true } else { false } }, "\(outputs)")
 
-        var with = try Self.identifiedPhone(sessions: LinkParameters.standardSessions)
-        #expect(Self.imageLoads(with.received(session: 1, subscribe, now: .milliseconds(1))) == [.image(id: "art:kind-of-blue", scale: 2)])
+        var (with, sameApp) = try Self.identifiedPhone(sessions: LinkParameters.standardSessions)
+        #expect(Self.imageLoads(try Self.subscribed(&with, app: sameApp)) == [.image(id: "art:kind-of-blue", scale: 2)])
     }
 }

@@ -37,7 +37,7 @@ struct EndpointRun {
         let app = self.app
         let phone = Connection(.init(role: .phone, authentication: .off),
                                phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
-                               nowPlaying: { now in app.nowPlaying(at: now) })
+                               readsNowPlaying: true)
         cores = [
             EndpointCore(configuration: .init(link: LinkConfiguration(role: .device, answersIAP1: true)), connection: phone, app: app),
             EndpointCore(configuration: .init(link: LinkConfiguration(role: .accessory)), connection: Connection(.init(role: .headUnit)), app: nil),
@@ -55,7 +55,7 @@ struct EndpointRun {
             case .write(let bytes):
                 written += bytes.count
                 unread[side.rawValue] += bytes
-            case .authenticator, .verify, .legacyVerify, .load, .legacyLoad:
+            case .authenticator, .verify, .legacyVerify, .load, .legacyLoad, .perform, .legacyPerform, .readNowPlaying:
                 requests[side.rawValue].append(output)
                 if requests[side.rawValue].count > 64 { requests[side.rawValue].removeFirst() }
             case .link, .event, .legacyEvent, .pausePlayback, .sentMessage, .log:
@@ -113,6 +113,14 @@ struct EndpointRun {
             case .legacyLoad(let token, let request):
                 let (result, delay) = app.load(request, now: now)
                 handle(.legacyLoaded(token: token, result, readyAt: now + delay), at: side)
+            case .perform(let command, let origin):
+                app.setTime(now)
+                handle(.performed(command, origin, cores[side.rawValue].commands.perform(command)), at: side)
+            case .legacyPerform(let command, let reply):
+                app.setTime(now)
+                handle(.legacyPerformed(reply, cores[side.rawValue].commands.perform(command)), at: side)
+            case .readNowPlaying:
+                handle(.nowPlaying(app.nowPlaying(at: now)), at: side)
             default:
                 break
             }

@@ -19,11 +19,13 @@ import IAPSession
 import IAPWire
 
 struct LegacyRun {
-    var phone = LegacyPhone(appName: "Fuzz", commands: {
+    var phone = LegacyPhone(appName: "Fuzz", verifies: true)
+    /// The app's commands, as the edge runs them.
+    let commands = {
         var commands = RemoteCommandCenter()
         for kind in RemoteCommand.Kind.allCases where kind != .seekForward { commands.register(kind) { _ in .success } }
         return commands
-    }(), verifies: true)
+    }()
     var now = LinkInstant.milliseconds(1)
     /// Loads handed out and not answered, with when; the phone stops waiting
     /// for one after its timeout or when the head unit identifies again, and
@@ -64,6 +66,9 @@ struct LegacyRun {
                 require(validVerdictOnNewest, "authenticated without a valid verdict on the newest verification")
             case .event(.identified):
                 identifiedAt = now
+            case .perform(let command, let reply):
+                // The edge runs the handler at once, as every driver does.
+                take(phone.performed(commands.perform(command), reply: reply))
             case .event(.authenticationFailed), .log:
                 break
             }

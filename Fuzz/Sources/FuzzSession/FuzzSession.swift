@@ -124,12 +124,10 @@ struct SessionPair {
         let app = self.app
         let phone = PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: more & 4 == 0,
                                    loadTimeout: short ? .milliseconds(200) : .seconds(5))
-        var nowPlaying: (@Sendable (LinkInstant) -> NowPlayingInfo)?
-        if setup & 2 != 0 { nowPlaying = { now in app.nowPlaying(at: now) } }
         let phoneConfiguration = Connection.Configuration(role: .phone, authentication: setup & 1 == 0 ? .required : .off, stepTimeout: stepTimeout)
         let headUnitConfiguration = Connection.Configuration(role: .headUnit, stepTimeout: stepTimeout, identity: identity)
         let headUnit = HeadUnitMediaRole(limits: limits[Int(more & 3)], requestTimeout: short ? .milliseconds(300) : .seconds(8))
-        cores = [Connection(phoneConfiguration, phone: phone, nowPlaying: nowPlaying), Connection(headUnitConfiguration, headUnit: headUnit)]
+        cores = [Connection(phoneConfiguration, phone: phone, readsNowPlaying: setup & 2 != 0), Connection(headUnitConfiguration, headUnit: headUnit)]
         let albums = app.library.albums.prefix(2)
         knownIDs = ["", "library", "radio", "recent", "podcasts", "covers"] + albums.map { "album:" + $0.id } + albums.map(\.imageID)
             + albums.compactMap { $0.tracks.first?.id } + ["art:animated"]
@@ -165,6 +163,14 @@ struct SessionPair {
             case .pausePlayback:
                 require(side == .phone, "the head unit asked to pause playback")
                 app.pause(at: now)
+            case .perform(let command, let origin):
+                // The edge runs the handler at once, as every driver does.
+                require(side == .phone, "the head unit asked to run a command")
+                app.setTime(now)
+                handle(cores[0].performed(command, for: origin, status: phone.phone.commands.perform(command), now: now), from: .phone)
+            case .readNowPlaying:
+                require(side == .phone, "the head unit asked for now playing")
+                handle(cores[0].setNowPlaying(app.nowPlaying(at: now), now: now), from: .phone)
             }
         }
         require(stages[side.rawValue] == cores[side.rawValue].stage,
