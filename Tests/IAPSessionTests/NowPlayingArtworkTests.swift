@@ -184,6 +184,19 @@ import IAPWire
         outputs.compactMap { if case .load(_, let request) = $0, case .image = request { request } else { nil } }
     }
 
+    /// An edge that never answers `.readNowPlaying` cannot make the phone
+    /// hold every command's status: past the bound they go out without it.
+    @Test func statusesWaitingForNowPlayingAreBounded() throws {
+        var (phone, _) = try Self.identifiedPhone(sessions: LinkParameters.standardSessions)
+        var statuses = 0
+        for id in 1...(Connection.maximumAwaitingNowPlaying + 1) {
+            for case .send(1, _) in phone.performed(.pause, for: .remoteCommand(requestID: UInt32(id)), status: .success, now: .milliseconds(2)) {
+                statuses += 1
+            }
+        }
+        #expect(statuses == Connection.maximumAwaitingNowPlaying)
+    }
+
     @Test func aLinkWithoutAFileSessionGetsNoArtwork() throws {
         var (without, app) = try Self.identifiedPhone(sessions: [.init(id: 1, type: .control)])
         let outputs = try Self.subscribed(&without, app: app)
