@@ -172,11 +172,7 @@ extension Conformance {
         let (opened, other) = spec.openPair()
         let transport = opening.watching(opened)
         let counterpart = other.map { MediaEndpoint(kind: kind, transport: $0, app: kind == .phone ? SampleApp() : nil, authentication: authentication, logger: .discarding("endpoint")) }
-        try counterpart?.start()
-        let loop = Task { [counterpart] in await counterpart?.run() }
-        let results = await body(transport)
-        await counterpart?.close()
-        loop.cancel()
+        let results = try await whileRunning(nil, counterpart: counterpart) { await body(transport) }
         if let failure = opening.failure { throw CommandFailure(message: "\(failure.description) (no conformance case ran)") }
         return results
     }

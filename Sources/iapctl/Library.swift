@@ -76,33 +76,18 @@ struct Library: AsyncParsableCommand {
         end.observe { event, _ in
             if case .media(.mediaLibraryUpdated(let library, let percent)) = event { progress.show("syncing \(library): \(percent) %", percent: percent) }
         }
-        do {
-            try phone?.start()
-            try end.start()
-        } catch {
-            throw CommandFailure(message: error.description)
-        }
-        let loops = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await end.run() }
-                if let phone { group.addTask { await phone.run() } }
+        try await whileRunning(end, counterpart: phone) {
+            let synced: [MediaLibraryMirror]
+            do {
+                synced = try await sync(end)
+            } catch {
+                progress.clear()
+                throw error
             }
-        }
-        let outcome: Result<Void, any Error>
-        do {
-            let synced = try await sync(end)
             progress.clear()
             output(synced)
             if let play, let pid = Self.persistentID(play) { try await playItem(pid, in: synced, over: end) }
-            outcome = .success(())
-        } catch {
-            progress.clear()
-            outcome = .failure(error)
         }
-        await end.close()
-        await phone?.close()
-        loops.cancel()
-        try outcome.get()
     }
 
     /// Waits until every library the phone offered is synced; the libraries, in the phone's order.

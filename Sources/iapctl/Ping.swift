@@ -64,29 +64,9 @@ struct Ping: AsyncParsableCommand {
         }
         let responderAuthentication = try options.authentication.endpointAuthentication(for: .responder)
         let responder = other.map { MediaEndpoint(kind: .responder, transport: $0, authentication: responderAuthentication, logger: .discarding("endpoint")) }
-        do {
-            try responder?.start()
-            try end.start()
-        } catch {
-            throw CommandFailure(message: error.description)
+        let (rtts, lost) = try await whileRunning(end, counterpart: responder) {
+            try await pings(over: end, answers: answers, session: session)
         }
-        let loops = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await end.run() }
-                if let responder { group.addTask { await responder.run() } }
-            }
-        }
-        let measured: Result<(rtts: [Double], lost: Int), any Error>
-        do {
-            measured = .success(try await pings(over: end, answers: answers, session: session))
-        } catch {
-            measured = .failure(error)
-        }
-        // RST goes out before the figures are printed or the error thrown.
-        await end.close()
-        await responder?.close()
-        loops.cancel()
-        let (rtts, lost) = try measured.get()
         let sorted = rtts.sorted()
         func percentile(_ p: Double) -> Double {
             guard !sorted.isEmpty else { return 0 }
