@@ -103,7 +103,7 @@ python3 - "$ROOT/Tests/IAPWireTests/Fixtures/public" "$CORPUS" <<'PY'
 import glob, os, struct, sys
 
 fixtures, corpus = sys.argv[1], sys.argv[2]
-dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput", "FuzzLinkEnd", "FuzzSession", "FuzzLegacyPhone")}
+dirs = {name: os.path.join(corpus, name) for name in ("FuzzLinkStream", "FuzzControlMessage", "FuzzTraceInput", "FuzzLinkEnd", "FuzzSession", "FuzzLegacyPhone", "FuzzEndpoint")}
 for d in dirs.values():
     os.makedirs(d, exist_ok=True)
 
@@ -353,6 +353,21 @@ authenticate = ([0x30, 0x02, 0x01, 0x01, 0, 0, 2, 0, 0x05, 0x00, 0, 0, 4] + [0x3
                 + [0x08, 20] + list(range(20)) + [0x00, 0x06, 8] + [7] * 8 + [0x20, 0, 0x00, 0x02, 7, 0])
 for name, data in {"identify-browse": identify_browse, "authenticate": authenticate}.items():
     write("FuzzLegacyPhone", "gen-" + name, bytes(data))
+
+# Scripts for FuzzEndpoint (an operation byte, side in bit 0, the operation
+# in (byte >> 1) % 10, then its arguments): both ends reading each other
+# whole and the edge answering, with time running on, so that the link comes
+# up and the session gets through authentication and identification; then
+# the head unit's user browsing and a cable pulled and put back.
+def endpoint_round(wait):
+    read = lambda side: [side, 0, 0, 0, 4]           # read whole, unchanged
+    answer = lambda side: [6 | side, 0, 1, 1, 1, 1]  # the oldest request, for its own link
+    return read(0) + read(1) + answer(0) + answer(1) + [82, wait]  # then wait * 10 ms
+settle = sum((endpoint_round(5) for _ in range(24)), [])
+browse = settle + [9, 0, 1] + sum((endpoint_round(2) for _ in range(6)), []) + [9, 5, 0] + sum((endpoint_round(2) for _ in range(6)), [])
+replug = settle + [12, 0] + [14] + sum((endpoint_round(5) for _ in range(12)), [])
+for name, data in {"settle": settle, "browse": browse, "replug": replug}.items():
+    write("FuzzEndpoint", "gen-" + name, bytes(data))
 
 # A dictionary of the formats' magic numbers.
 with open(os.path.join(corpus, "iap.dict"), "w") as f:

@@ -1,3 +1,4 @@
+import IAPEndpoint
 import IAPLink
 import IAPRoles
 import IAPTransport
@@ -53,7 +54,7 @@ public struct AgainstSuite: Sendable {
         }
         let up = await probe.waitUp(linkTimeout)
         finish("garbage-before-syn", up ? [] : ["the link did not come up after 300 stale bytes: \(probe.failureText)"], up ? "link up after stale bytes" : "")
-        guard up, let link = probe.driver.negotiated else {
+        guard up, let link = probe.endpoint.negotiated else {
             finish("detect", ["no link: \(probe.failureText)"], "")
             return results
         }
@@ -91,10 +92,10 @@ public struct AgainstSuite: Sendable {
         var corrupt = (try? LinkPacket(control: .ack, sequence: 0xEE, acknowledgement: 0, session: link.sessions.first { $0.type == .control }?.id ?? 1,
                                        payload: DiagnosticPing.request(sequence: 200, size: 8).encoded()).encoded()) ?? []
         if corrupt.count > 2 { corrupt[corrupt.count - 2] ^= 0x10 }
-        probe.driver.injectRaw(corrupt)
+        probe.endpoint.injectRaw(corrupt)
         var header = corrupt
         if header.count > 8 { header[8] ^= 0x01 }
-        probe.driver.injectRaw(Array(header.prefix(9)))
+        probe.endpoint.injectRaw(Array(header.prefix(9)))
         let stillUp = await probe.ping(sequence: 201, size: 16, timeout: timeout)
         let answeredCorrupt = probe.answerCount(200) > 0
         finish("corrupted-checksums", (stillUp ? [] : ["the link stopped answering after a corrupted packet"]) + (answeredCorrupt ? ["the peer answered a packet whose checksum was wrong"] : []),
@@ -104,7 +105,7 @@ public struct AgainstSuite: Sendable {
         let before = probe.writes().count
         let firstAnswered = await probe.ping(sequence: 300, size: 16, timeout: timeout)
         if let original = probe.writes().dropFirst(before).first(where: { (try? LinkPacket(decoding: $0))?.payload.isEmpty == false }) {
-            probe.driver.injectRaw(original)
+            probe.endpoint.injectRaw(original)
         }
         _ = await probe.ping(sequence: 301, size: 16, timeout: timeout)
         let duplicates = probe.answerCount(300)
@@ -112,9 +113,9 @@ public struct AgainstSuite: Sendable {
                "duplicate injected; \(duplicates) answer(s)")
 
         // rst-mid-stream: RST ends the peer's link; a new synchronisation works.
-        probe.driver.injectRaw((try? LinkPacket(control: .rst).encoded()) ?? [])
+        probe.endpoint.injectRaw((try? LinkPacket(control: .rst).encoded()) ?? [])
         try? await Task.sleep(for: .milliseconds(200))
-        probe.driver.restart()
+        probe.endpoint.restart()
         let again = await probe.waitUp(linkTimeout, count: 2)
         let afterReset = again ? await probe.ping(sequence: 400, size: 16, timeout: timeout) : false
         finish("rst-mid-stream", again && afterReset ? [] : [again ? "no ping answer after re-synchronising" : "the link did not come up again after RST"],
@@ -124,20 +125,22 @@ public struct AgainstSuite: Sendable {
     }
 }
 
-/// This project's accessory end plus the bookkeeping the cases observe.
+/// This project's accessory end, a link probe (`MediaEndpoint(linkProbe:)`:
+/// the one real-time driver of the endpoint core, without a session above
+/// the link), plus the bookkeeping the cases observe.
 final class Probe: Sendable {
-    let driver: LinkDriver
+    let endpoint: MediaEndpoint
     let started = MonotonicClock.now()
     private let state = Mutex<(ups: Int, failure: String?, answers: [UInt32: [ParameterList]], writes: [[UInt8]], control: UInt8?)>((0, nil, [:], [], nil))
     private let channel = Mutex(ControlChannel())
-    private let reader = Mutex<Task<Void, Never>?>(nil)
+    private let runner = Mutex<Task<Void, Never>?>(nil)
     /// The transport has closed (or could not be opened): no wait can end well.
     private let transportClosed = Mutex(false)
 
     init(transport: Transport) {
         var configuration = LinkConfiguration(role: .accessory)
         configuration.detectInterval = .milliseconds(500)
-        driver = LinkDriver(configuration: configuration, transport: transport)
+        endpoint = MediaEndpoint(linkProbe: transport, link: configuration)
     }
 
     var failureText: String { state.withLock { $0.failure ?? "no answer" } }
@@ -147,42 +150,47 @@ final class Probe: Sendable {
     func answerCount(_ sequence: UInt32) -> Int { state.withLock { $0.answers[sequence]?.count ?? 0 } }
 
     func start(garbage: [UInt8]) throws(TransportError) {
-        let events = driver.events
-        let task = Task { [self] in
-            for await event in events { handle(event) }
-        }
-        reader.withLock { $0 = task }
-        driver.tapWrites { [self] bytes in state.withLock { $0.writes.append(bytes) } }
-        try driver.start()
-        driver.injectRaw(garbage)
+        endpoint.onWrite { [self] bytes in state.withLock { $0.writes.append(bytes) } }
+        endpoint.onLinkEvent { [self] event in linkEvent(event) }
+        endpoint.onSessionData { [self] session, bytes in received(bytes, session: session) }
+        try endpoint.start()
+        let task = Task { [self] in await watchUntilStopped() }
+        runner.withLock { $0 = task }
+        endpoint.injectRaw(garbage)
     }
 
-    private func handle(_ event: LinkDriverEvent) {
+    /// The endpoint stops when its transport closes: from then on no wait can end well.
+    private func watchUntilStopped() async {
+        await endpoint.run()
+        let reason = endpoint.transportError.map { "the transport closed: \($0)" } ?? endpoint.endReason ?? "the endpoint stopped"
+        state.withLock { $0.failure = reason }
+        transportClosed.withLock { $0 = true }
+    }
+
+    private func linkEvent(_ event: LinkEvent) {
         switch event {
-        case .link(.up(let link)):
+        case .up(let link):
             state.withLock {
                 $0.ups += 1
                 $0.control = link.sessions.first { $0.type == .control }?.id
             }
             channel.withLock { $0.reset() }
-        case .link(.failed(let failure)):
+        case .failed(let failure):
             state.withLock { $0.failure = failure.description }
-        case .link(.down(let reason)):
+        case .down(let reason):
             state.withLock { $0.failure = reason.description }
-        case .data(let session, let bytes):
-            driver.consumed(bytes.count)
-            guard session == state.withLock({ $0.control }) else { return }
-            let (inputs, _) = channel.withLock { $0.receive(bytes) }
-            for case .message(let message) in inputs {
-                if let sequence = DiagnosticPing.sequence(ofAnswer: message) {
-                    state.withLock { $0.answers[sequence, default: []].append(message.parameters) }
-                }
-            }
-        case .transportClosed(let reason):
-            state.withLock { $0.failure = "the transport closed: \(reason)" }
-            transportClosed.withLock { $0 = true }
         default:
             break
+        }
+    }
+
+    private func received(_ bytes: [UInt8], session: UInt8) {
+        guard session == state.withLock({ $0.control }) else { return }
+        let (inputs, _) = channel.withLock { $0.receive(bytes) }
+        for case .message(let message) in inputs {
+            if let sequence = DiagnosticPing.sequence(ofAnswer: message) {
+                state.withLock { $0.answers[sequence, default: []].append(message.parameters) }
+            }
         }
     }
 
@@ -191,7 +199,7 @@ final class Probe: Sendable {
     func waitUp(_ timeout: Duration, count: Int = 1) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if state.withLock({ $0.ups }) >= count && driver.isUp { return true }
+            if state.withLock({ $0.ups }) >= count && endpoint.isUp { return true }
             if transportClosed.withLock({ $0 }) { return false }
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -202,7 +210,7 @@ final class Probe: Sendable {
     func ping(sequence: UInt32, size: Int, timeout: Duration) async -> Bool {
         let request = DiagnosticPing.request(sequence: sequence, size: size)
         guard let control = state.withLock({ $0.control }), let bytes = try? request.encoded() else { return false }
-        do { try await driver.send(bytes, session: control) } catch { return false }
+        endpoint.send(bytes, session: control)
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let answers = state.withLock({ $0.answers[sequence] }), let first = answers.first {
@@ -214,7 +222,7 @@ final class Probe: Sendable {
     }
 
     func close() async {
-        await driver.close()
-        reader.withLock { $0?.cancel() }
+        await endpoint.close()
+        runner.withLock { $0?.cancel() }
     }
 }

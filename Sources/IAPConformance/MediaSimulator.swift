@@ -247,6 +247,7 @@ public struct MediaSimulator: Sendable {
             case .legacyEvent(let event): note(who, "iAP1: \(event)")
             case .log(_, let line): note(who, line)
             case .authenticator, .verify, .legacyVerify, .load, .legacyLoad, .pausePlayback, .perform, .legacyPerform, .readNowPlaying: break // answered by the edge
+            case .sessionData: break // only a link probe's core gives these
             }
         }
     }

@@ -64,7 +64,7 @@ public struct VirtualTimeEdge: Sendable {
                 pending += core.handle(.legacyLoaded(token: token, result, readyAt: now + delay), now: now, answeringFor: app)
             case .pausePlayback:
                 self.app.pause(at: now)
-            case .write, .link, .event, .legacyEvent, .sentMessage, .log, .perform, .legacyPerform, .readNowPlaying:
+            case .write, .link, .event, .legacyEvent, .sentMessage, .log, .sessionData, .perform, .legacyPerform, .readNowPlaying:
                 // (the app's commands and now playing were answered in `handle`)
                 pass(output)
             }

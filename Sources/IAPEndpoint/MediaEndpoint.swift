@@ -99,6 +99,10 @@ public final class MediaEndpoint: @unchecked Sendable {
         var stopWhen: (@Sendable (Status) -> Bool)?
         var onMessage: (@Sendable (ControlMessage) -> Void)?
         var observers: [@Sendable (Connection.Event, Connection) -> Void] = []
+        // A link probe's: every link event, every session's bytes, every write.
+        var onLinkEvent: (@Sendable (LinkEvent) -> Void)?
+        var onSessionData: (@Sendable (UInt8, [UInt8]) -> Void)?
+        var onWrite: (@Sendable ([UInt8]) -> Void)?
     }
     private let hooks = Mutex(Hooks())
     /// Fires at the core's next deadline (or earlier: a tick does only what is due).
@@ -118,15 +122,31 @@ public final class MediaEndpoint: @unchecked Sendable {
     ///   - logger: link events, session stages, problems; the head unit's
     ///     media events in words at debug (`observe` has them typed).
     ///   - mediaLibraries: head unit: phone libraries kept from earlier connections.
-    public init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
-                authentication: EndpointAuthentication = .off, mediaLibraries: [MediaLibraryMirror] = [], logger: Logger) {
+    public convenience init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
+                            authentication: EndpointAuthentication = .off, mediaLibraries: [MediaLibraryMirror] = [], logger: Logger) {
+        self.init(kind: kind, transport: transport, app: kind == .phone ? app : nil, authentication: authentication, logger: logger,
+                  core: EndpointCore(kind: kind, app: app, headUnitLimits: headUnitLimits, authentication: authentication.policy,
+                                     coalescesWrites: transport.acceptsCoalescedWrites, mediaLibraries: mediaLibraries))
+    }
+
+    /// A link end with no session above it, for probing another
+    /// implementation's link layer (`conformance --against`): what its
+    /// sessions deliver goes to `onSessionData`, its link events to
+    /// `onLinkEvent`, each packet it writes (its own write) to `onWrite`;
+    /// it sends on a session only with `send(_:session:)`.
+    public convenience init(linkProbe transport: Transport, link: LinkConfiguration, logger: Logger = .discarding("link probe")) {
+        self.init(kind: link.role == .device ? .responder : .pinger, transport: transport, app: nil, authentication: .off, logger: logger,
+                  core: EndpointCore(configuration: EndpointCore.Configuration(link: link, probesLink: true),
+                                     connection: Connection(Connection.Configuration(role: link.role == .device ? .phone : .headUnit)), app: nil))
+    }
+
+    private init(kind: EndKind, transport: Transport, app: (any MediaApp)?, authentication: EndpointAuthentication, logger: Logger, core: EndpointCore) {
         self.kind = kind
         self.transport = transport
         self.logger = logger
-        self.app = kind == .phone ? app : nil
+        self.app = app
         self.authentication = authentication
-        core = EndpointCore(kind: kind, app: app, headUnitLimits: headUnitLimits, authentication: authentication.policy,
-                            coalescesWrites: transport.acceptsCoalescedWrites, mediaLibraries: mediaLibraries)
+        self.core = core
         reference.endpoint = self
         timer.start { [reference] in reference.endpoint?.submit(.tick) }
     }
@@ -134,9 +154,25 @@ public final class MediaEndpoint: @unchecked Sendable {
     deinit { timer.cancel() }
 
     /// Starts the transport and the link.
+    ///
+    /// The link end starts before anything the transport reads is handled:
+    /// bytes already waiting when it opens (a peer's detect in a listener's
+    /// queue, a serial port's buffer) would otherwise reach a link end not
+    /// yet started, which drops them. So this thread holds the inbox while
+    /// the transport starts, and hands the core `.start` first.
     public func start() throws(TransportError) {
-        try transport.start { [reference] event in reference.endpoint?.transportEvent(event) }
-        submit(.start)
+        inbox.withLock { $0.handling = true }
+        do {
+            try transport.start { [reference] event in reference.endpoint?.transportEvent(event) }
+        } catch {
+            inbox.withLock { $0.handling = false }
+            throw error
+        }
+        let (queued, stopped) = inbox.withLock { inbox in
+            defer { inbox.pending = [] }
+            return (inbox.pending, inbox.ended)
+        }
+        handle([.start] + queued, stopped: stopped)
     }
 
     /// Sends RST, then closes the transport; returns once both are done, so
@@ -178,6 +214,29 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// Writes bytes to the transport behind the link's back, after what the
     /// link has written so far: a stopped peer's RST, stale or corrupt packets.
     public func injectRaw(_ bytes: [UInt8]) { submit(.writeRaw(bytes)) }
+
+    /// A link probe: calls `handler` with every link event, on the thread
+    /// handling the input that caused it.
+    public func onLinkEvent(_ handler: @escaping @Sendable (LinkEvent) -> Void) {
+        hooks.withLock { $0.onLinkEvent = handler }
+    }
+
+    /// A link probe: calls `handler` with the bytes each session delivers, in order.
+    public func onSessionData(_ handler: @escaping @Sendable (UInt8, [UInt8]) -> Void) {
+        hooks.withLock { $0.onSessionData = handler }
+    }
+
+    /// A link probe: calls `handler` with each link packet written (the
+    /// bytes `injectRaw` writes included), before it is written.
+    public func onWrite(_ handler: @escaping @Sendable ([UInt8]) -> Void) {
+        hooks.withLock { $0.onWrite = handler }
+    }
+
+    /// A link probe: sends `bytes` on `session` as they are, after what waits.
+    public func send(_ bytes: [UInt8], session: UInt8) { submit(.sendRaw(session: session, bytes)) }
+
+    /// Starts a fresh link end over the same transport (a new synchronisation).
+    public func restart() { submit(.restart) }
 
     /// Runs the core's timers and the stop condition now, for a caller
     /// waiting on a condition while the peer is silent.
@@ -236,7 +295,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     private func submit(_ input: EndpointCore.Input, evenAfterStop: Bool = false) {
         // Only the handling thread stops the endpoint, so its own copy of
         // `ended` stays true to the inbox's while it handles.
-        var (batch, stopped) = inbox.withLock { inbox -> ([EndpointCore.Input], Bool) in
+        let (batch, stopped) = inbox.withLock { inbox -> ([EndpointCore.Input], Bool) in
             guard !inbox.ended || evenAfterStop else { return ([], true) }
             inbox.pending.append(input)
             guard !inbox.handling else { return ([], inbox.ended) }
@@ -244,6 +303,14 @@ public final class MediaEndpoint: @unchecked Sendable {
             defer { inbox.pending = [] }
             return (inbox.pending, inbox.ended)
         }
+        handle(batch, stopped: stopped)
+    }
+
+    /// Handles `batch` on this thread, the inbox held, then whatever
+    /// arrived meanwhile, until the inbox is empty; then lets it go.
+    private func handle(_ batch: [EndpointCore.Input], stopped: Bool) {
+        var batch = batch
+        var stopped = stopped
         while !batch.isEmpty {
             for input in batch {
                 if stopped {
@@ -322,10 +389,17 @@ public final class MediaEndpoint: @unchecked Sendable {
     // MARK: Outputs
 
     private func carryOut(_ outputs: [EndpointCore.Output], now: LinkInstant) {
+        // Only a link probe's hooks are read per input: the others' inputs take no more locks.
+        let probeHooks = core.configuration.probesLink ? hooks.withLock { $0 } : nil
         for output in outputs {
             switch output {
-            case .write(let bytes): transport.write(bytes)
-            case .link(let event): describe(event)
+            case .write(let bytes):
+                probeHooks?.onWrite?(bytes)
+                transport.write(bytes)
+            case .link(let event):
+                probeHooks?.onLinkEvent?(event)
+                describe(event)
+            case .sessionData(let session, let bytes): probeHooks?.onSessionData?(session, bytes)
             case .event(let event): describe(event)
             case .authenticator(let request, let link):
                 guard let authenticator = authentication.authenticator else {

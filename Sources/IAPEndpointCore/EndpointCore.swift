@@ -123,6 +123,9 @@ public struct EndpointCore: Sendable {
         /// an input while a head unit is connected; a load's status waits
         /// for the answer.
         case readNowPlaying
+        /// A link probe (`Configuration.probesLink`): bytes a session
+        /// delivered, in order, for the edge to read.
+        case sessionData(session: UInt8, [UInt8])
         /// A control message this end sent, by id (with `Configuration.recordsSentMessages`).
         case sentMessage(UInt16)
         /// A line for the log.
@@ -134,10 +137,16 @@ public struct EndpointCore: Sendable {
         /// Whether one write may carry several link packets (a byte stream);
         /// off, each packet is its own write (a USB transfer, a datagram).
         public var coalescesWrites: Bool
+        /// A link probe (`conformance --against`): the session is left out.
+        /// What a session delivers leaves as `.sessionData`, the session
+        /// core is never told of the link (so it sends nothing), and each
+        /// link packet is its own write, so the edge can look at each.
+        public var probesLink: Bool
 
-        public init(link: LinkConfiguration, coalescesWrites: Bool = true) {
+        public init(link: LinkConfiguration, coalescesWrites: Bool = true, probesLink: Bool = false) {
             self.link = link
-            self.coalescesWrites = coalescesWrites
+            self.coalescesWrites = coalescesWrites && !probesLink
+            self.probesLink = probesLink
         }
     }
 
@@ -255,7 +264,7 @@ public struct EndpointCore: Sendable {
             linkDid(link.transportClosed(reason, now: now), now: now)
             endReason = endReason ?? "transport closed: \(reason)"
             dropBacklog(because: "the transport closed", now: now)
-            perform(connection.linkDown(now: now), now: now)
+            if !configuration.probesLink { perform(connection.linkDown(now: now), now: now) }
         case .tick:
             linkDid(link.tick(now: now), now: now)
             perform(connection.tick(now: now), now: now)
@@ -395,6 +404,7 @@ public struct EndpointCore: Sendable {
             everUp = true
             linkGeneration += 1
             outputs.append(.link(event))
+            guard !configuration.probesLink else { return }
             perform(connection.linkUp(negotiated, now: now), now: now)
             let held = heldOutgoing
             heldOutgoing = []
@@ -404,7 +414,7 @@ public struct EndpointCore: Sendable {
             endReason = "link down: \(reason)"
             outputs.append(.link(event))
             dropBacklog(because: "the link went down", now: now)
-            perform(connection.linkDown(now: now), now: now)
+            if !configuration.probesLink { perform(connection.linkDown(now: now), now: now) }
         case .sessionWritable(let session):
             outputs.append(.link(event))
             sendBacklog(of: session, now: now)
@@ -420,7 +430,16 @@ public struct EndpointCore: Sendable {
     /// wait for room.
     private mutating func received(_ bytes: [UInt8], session: UInt8, now: LinkInstant) {
         guard backlog.isEmpty && heldData.isEmpty else { return heldData.append((session, bytes)) }
-        perform(connection.received(session: session, bytes, now: now), now: now)
+        handOver(bytes, session: session, now: now)
+    }
+
+    /// Received bytes to the session (or, probing the link, to the edge).
+    private mutating func handOver(_ bytes: [UInt8], session: UInt8, now: LinkInstant) {
+        if configuration.probesLink {
+            outputs.append(.sessionData(session: session, bytes))
+        } else {
+            perform(connection.received(session: session, bytes, now: now), now: now)
+        }
         consumedUntold += bytes.count
     }
 
@@ -458,8 +477,7 @@ public struct EndpointCore: Sendable {
         while backlog.isEmpty && handled < heldData.count {
             let (session, bytes) = heldData[handled]
             handled += 1
-            perform(connection.received(session: session, bytes, now: now), now: now)
-            consumedUntold += bytes.count
+            handOver(bytes, session: session, now: now)
         }
         heldData.removeFirst(handled)
     }

@@ -58,7 +58,7 @@ struct EndpointRun {
             case .authenticator, .verify, .legacyVerify, .load, .legacyLoad, .perform, .legacyPerform, .readNowPlaying:
                 requests[side.rawValue].append(output)
                 if requests[side.rawValue].count > 64 { requests[side.rawValue].removeFirst() }
-            case .link, .event, .legacyEvent, .pausePlayback, .sentMessage, .log:
+            case .link, .event, .legacyEvent, .pausePlayback, .sentMessage, .log, .sessionData:
                 break
             }
         }
