@@ -92,7 +92,12 @@ public struct ContentError: Error, Hashable, Sendable, CustomStringConvertible {
 /// second. The head unit gets an update whenever it changes meaningfully.
 public final class NowPlayingCenter: Sendable {
     private let state = Locked<(info: NowPlayingInfo, setAt: LinkInstant)>((NowPlayingInfo(), MonotonicClock.now()))
-    private let changed = Locked<(@Sendable () -> Void)?>(nil)
+    private let changed = Locked(ChangeAction())
+    /// A struct around the closure: a bare optional closure held in a
+    /// generic container is re-wrapped at every access and grows without end.
+    private struct ChangeAction {
+        var action: (@Sendable () -> Void)?
+    }
 
     public init() {}
 
@@ -100,7 +105,7 @@ public final class NowPlayingCenter: Sendable {
         get { info(at: MonotonicClock.now()) }
         set {
             state.withLock { $0 = (newValue, MonotonicClock.now()) }
-            changed.withLock { $0 }?()
+            changed.withLock { $0.action }?()
         }
     }
 
@@ -111,7 +116,7 @@ public final class NowPlayingCenter: Sendable {
         return info
     }
 
-    func onChange(_ action: @escaping @Sendable () -> Void) { changed.withLock { $0 = action } }
+    func onChange(_ action: @escaping @Sendable () -> Void) { changed.withLock { $0.action = action } }
 }
 
 /// The device (phone) end of a connection to a head unit, serving an app:

@@ -19,7 +19,17 @@ import Synchronization
 final class DescriptorTransport: Transport {
     let name: String
     private let opener: @Sendable (_ closeRequested: Int32) throws(TransportError) -> Int32
-    private let state = Mutex<(descriptor: Int32, closed: Bool, handler: (@Sendable (TransportEvent) -> Void)?)>((-1, false, nil))
+    private let state = Mutex(State())
+    /// A struct, not a tuple: a closure inside a tuple (or an optional) held
+    /// in a generic container like `Mutex` is re-wrapped in two more
+    /// reabstraction thunks at every `withLock`, so a connection's handler
+    /// grew by a few calls with every read and write, until it overflowed
+    /// the stack. A struct's closure is stored as it is.
+    private struct State {
+        var descriptor: Int32 = -1
+        var closed = false
+        var handler: (@Sendable (TransportEvent) -> Void)?
+    }
     /// Why writing failed (set by the writer, reported by the reader), and
     /// until when queued writes may still try after `close`.
     private let writeState = Mutex<(failure: TransportError?, giveUpAt: ContinuousClock.Instant?)>((nil, nil))

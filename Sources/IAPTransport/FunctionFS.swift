@@ -182,7 +182,11 @@ public final class FunctionFSGadget: Sendable {
     private let current = Mutex<(any GadgetConnection)?>(nil)
     /// The HID function's reports, read from its own descriptor.
     private let reports: IAPHIDReports?
-    private let roleSwitchHandler = Mutex<(@Sendable (_ value: UInt16) -> Void)?>(nil)
+    private let roleSwitchHandler = Mutex(RoleSwitchHandler())
+    /// A struct around the closure: see `DescriptorTransport.State`.
+    private struct RoleSwitchHandler {
+        var handle: (@Sendable (_ value: UInt16) -> Void)?
+    }
 
     /// Opens ep0 under the FunctionFS mount point and writes the descriptors
     /// and strings; the UDC may be bound once this returns.
@@ -224,7 +228,7 @@ public final class FunctionFSGadget: Sendable {
     /// from another thread). Without a handler the request stalls, which
     /// tells a head unit the device does not switch.
     public func onRoleSwitch(_ handler: @escaping @Sendable (_ value: UInt16) -> Void) {
-        roleSwitchHandler.withLock { $0 = handler }
+        roleSwitchHandler.withLock { $0.handle = handler }
     }
 
     /// Runs `run` on its own thread; `onEnd` gets the reason it stopped.
@@ -307,7 +311,7 @@ public final class FunctionFSGadget: Sendable {
             transport?.outputReport(report)
         case (0x21, 0x0A), (0x40, 0x40): _ = take()  // SET_IDLE; Apple's power request
         case (0x40, 0x51):
-            guard let handler = roleSwitchHandler.withLock({ $0 }) else { return stall() }
+            guard let handler = roleSwitchHandler.withLock({ $0.handle }) else { return stall() }
             _ = take()  // the status stage: acknowledged
             handler(value)
         case (0xA1, 0x01): send([UInt8](repeating: 0, count: length))  // GET_REPORT
@@ -343,7 +347,14 @@ final class EndpointTransport: GadgetConnection {
     private let writer = DispatchQueue(label: "iap.gadget.write")
     private let input: String
     private let output: String
-    private let state = Mutex<(inFD: Int32, outFD: Int32, handler: (@Sendable (TransportEvent) -> Void)?, closed: Bool)>((-1, -1, nil, false))
+    private let state = Mutex(State())
+    /// A struct around the handler: see `DescriptorTransport.State`.
+    private struct State {
+        var inFD: Int32 = -1
+        var outFD: Int32 = -1
+        var handler: (@Sendable (TransportEvent) -> Void)?
+        var closed = false
+    }
 
     init(input: String, output: String) {
         self.input = input
@@ -359,7 +370,7 @@ final class EndpointTransport: GadgetConnection {
             Glibc.close(inFD)
             throw error
         }
-        state.withLock { $0 = (inFD, outFD, handler, false) }
+        state.withLock { $0 = State(inFD: inFD, outFD: outFD, handler: handler, closed: false) }
         try DedicatedThread.start("\(name) reads") { [self] in readLoop(inFD) }
     }
 
