@@ -4,7 +4,9 @@ extension EndpointCore {
     /// Handles `input`, then gives the core what the app answers without
     /// waiting, as every driver must: each `.perform` and `.legacyPerform`
     /// runs the handler in `commands` (the app's clock set to `now` first)
-    /// and goes back as `.performed` or `.legacyPerformed`; `.readNowPlaying`,
+    /// and goes back as `.performed` or `.legacyPerformed`, an iAP2
+    /// command's followed at once by what the app plays now (each command's
+    /// effect an update of its own, before its status); `.readNowPlaying`,
     /// asked any number of times, is answered once with `.nowPlaying` after
     /// the rest, so it sees what the commands did. Returns every other
     /// output, in order, for the driver to carry out (writes, events, loads,
@@ -28,8 +30,12 @@ extension EndpointCore {
             while let output = pending.popFirst() {
                 switch output {
                 case .perform(let command, let origin):
+                    // Each command's effect is read before the next runs (two
+                    // presses of play/pause in one input are two updates).
                     app?.setTime(now)
-                    pending += handle(.performed(command, origin, commands.perform(command)), now: now)
+                    var effect = handle(.performed(command, origin, commands.perform(command)), now: now)
+                    if let app { effect += handle(.nowPlaying(app.nowPlaying(at: now)), now: now) }
+                    pending = effect[...] + pending
                 case .legacyPerform(let command, let reply):
                     app?.setTime(now)
                     pending += handle(.legacyPerformed(reply, commands.perform(command)), now: now)
