@@ -45,8 +45,8 @@ let package = Package(
         // The link layer: a sans-IO state machine per link end (handshake,
         // negotiation, reliable windowed delivery, sessions). Standard library only.
         .target(name: "IAPLink", dependencies: ["IAPWire"]),
-        // Byte transports (in-memory loopback with seeded faults, TCP, serial)
-        // and the driver that runs a link end over one in real time. The edge:
+        // Byte transports (in-memory loopback with seeded faults, TCP, serial),
+        // the clock and the deadline timer a real-time driver runs on. The edge:
         // threads, sockets and clocks live here and nowhere below. What C calls
         // report becomes a TransportError through swift-system's Errno.
         .target(

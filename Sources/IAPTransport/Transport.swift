@@ -36,8 +36,9 @@ public protocol Transport: AnyObject, Sendable {
     /// one packet.
     var acceptsCoalescedWrites: Bool { get }
     /// Bytes handed to `write` that the transport has not yet passed on
-    /// (a peer that does not read leaves them queued): what
-    /// `LinkDriver.sendLegacy` bounds, iAP1 having no window of its own.
+    /// (a peer that does not read leaves them queued): what bounds a
+    /// phone's iAP1 answers (the endpoint passes it to `LinkEnd.sendLegacy`
+    /// as `queued`), iAP1 having no window of its own.
     /// 0 (the default) for a transport that cannot tell.
     var queuedWriteBytes: Int { get }
 }

@@ -5,7 +5,8 @@ import Testing
 @testable import IAPTransport
 
 /// A descriptor transport says how many written bytes it still holds for a
-/// peer that does not read: what `LinkDriver.sendLegacy` bounds.
+/// peer that does not read: what bounds a phone's iAP1 answers
+/// (`LinkEnd.sendLegacy`'s `queued`, which the endpoint passes on).
 @Suite struct QueuedWriteBytesTests {
     @Test func bytesThePeerHasNotTakenAreCountedUntilItReadsThem() throws {
         var fds: [Int32] = [-1, -1]

@@ -1,6 +1,5 @@
 import Synchronization
 import Testing
-import IAPLink
 import IAPTransport
 
 final class Locked<Value: Sendable>: Sendable {
@@ -8,44 +7,6 @@ final class Locked<Value: Sendable>: Sendable {
     init(_ value: Value) { mutex = Mutex(value) }
     func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }
-
-/// Reads a driver's events (an AsyncStream has one reader) into a list that
-/// tests poll.
-final class EventCollector: Sendable {
-    let events = Locked<[LinkDriverEvent]>([])
-    private let reader: Task<Void, Never>
-
-    init(_ driver: LinkDriver) {
-        let events = self.events
-        reader = Task {
-            for await event in driver.events {
-                events.withLock { $0.append(event) }
-                if case .data(_, let bytes) = event { driver.consumed(bytes.count) }
-            }
-        }
-    }
-
-    deinit { reader.cancel() }
-
-    /// Waits until `done` holds for everything seen so far, or time runs out.
-    func wait(seconds: Double = 10, until done: @Sendable ([LinkDriverEvent]) -> Bool) async -> [LinkDriverEvent] {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if events.withLock({ done($0) }) { break }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return events.withLock { $0 }
-    }
-}
-
-func received(_ events: [LinkDriverEvent], session: UInt8) -> [UInt8] {
-    events.flatMap { event -> [UInt8] in
-        if case .data(session, let bytes) = event { bytes } else { [] }
-    }
-}
-
-func isUpEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.up) = event { true } else { false } }
-func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = event { true } else { false } }
 
 @Suite(.serialized) struct TransportTests {
     @Test func transportNamesParse() throws {
@@ -58,56 +19,6 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
             #expect("\(bad)") { try TransportSpec(parsing: bad) } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
         }
         #expect(try TransportSpec(parsing: "tcp-listen:[::1]:7000").description == "tcp-listen:[::1]:7000")
-    }
-
-    @Test func linkOverLossyLoopbackInRealTime() async throws {
-        var faults = WireFaults(loss: 0.1, duplication: 0.05, reordering: 0.05)
-        faults.delay = .milliseconds(1)
-        let (a, d) = LoopbackTransport.pair(towardsSecond: faults, towardsFirst: faults, seed: 3)
-        let parameters = LinkParameters(maximumPacketLength: 256, retransmitTimeout: .milliseconds(60), cumulativeAckTimeout: .milliseconds(10), maximumRetransmissions: 20)
-        let accessory = LinkDriver(configuration: LinkConfiguration(role: .accessory, parameters: parameters, detectInterval: .milliseconds(50)), transport: a)
-        let device = LinkDriver(configuration: LinkConfiguration(role: .device, parameters: parameters), transport: d)
-        let deviceEvents = EventCollector(device)
-        let accessoryEvents = EventCollector(accessory)
-        try device.start()
-        try accessory.start()
-        let payload = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        _ = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
-        try await accessory.send(payload, session: 1)
-        let events = await deviceEvents.wait { received($0, session: 1).count >= payload.count }
-        #expect(received(events, session: 1) == payload)
-        #expect(events.filter(isUpEvent).count == 1)
-        await accessory.close()
-        await device.close()
-    }
-
-    @Test func linkOverTCPAndDisconnectReportedOnce() async throws {
-        let port = Locked<UInt16>(0)
-        let listening = LinkDriver(configuration: LinkConfiguration(role: .device),
-                                   transport: TCPTransport.listen(host: "127.0.0.1", port: 0) { bound in port.withLock { $0 = bound } })
-        let deviceEvents = EventCollector(listening)
-        try listening.start()
-        var waited = 0
-        while port.withLock({ $0 }) == 0 && waited < 200 {
-            try await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
-        let bound = port.withLock { $0 }
-        #expect(bound != 0)
-        let connecting = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: bound))
-        let accessoryEvents = EventCollector(connecting)
-        try connecting.start()
-        let up = await accessoryEvents.wait { $0.contains(where: isUpEvent) }
-        #expect(up.contains(where: isUpEvent))
-        try await connecting.send(Array("hello over tcp".utf8), session: 1)
-        let delivered = await deviceEvents.wait { received($0, session: 1).count >= 14 }
-        #expect(received(delivered, session: 1) == Array("hello over tcp".utf8))
-        // Pull the plug on the accessory side: the device sees one link-down.
-        connecting.transport.close()
-        let after = await deviceEvents.wait { events in events.contains { if case .transportClosed = $0 { true } else { false } } }
-        let downs = after.filter(isDownEvent)
-        #expect(downs.count == 1, "\(downs)")
-        #expect(after.contains { if case .link(.down(.transportClosed)) = $0 { true } else { false } })
     }
 
     /// Writes are tried on the caller's thread while nothing is queued; one
@@ -157,20 +68,6 @@ func isDownEvent(_ event: LinkDriverEvent) -> Bool { if case .link(.down) = even
         #expect(firstDifference == nil, "the bytes arrived out of order from offset \(firstDifference ?? 0) of \(expected.count)")
         connecting.close()
         listening.close()
-    }
-
-    @Test func connectingToNothingIsRefused() async throws {
-        let driver = LinkDriver(configuration: LinkConfiguration(role: .accessory), transport: TCPTransport.connect(host: "127.0.0.1", port: try unusedPort()))
-        let collector = EventCollector(driver)
-        try driver.start()
-        let events = await collector.wait { events in events.contains { if case .transportClosed = $0 { true } else { false } } }
-        guard case .transportClosed(let error)? = events.last else {
-            Issue.record("no transport-closed event: \(events)")
-            return
-        }
-        #expect(error.kind == .refused, "\(error)")
-        #expect(error.description.contains("cannot connect"))
-        #expect(driver.transportError == error)
     }
 
     /// glibc rejects a name with spaces without asking any name server.
@@ -254,10 +151,4 @@ func closedReason(of transport: Transport) async throws -> TransportError? {
     let deadline = ContinuousClock.now + .seconds(5)
     while closed.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
     return closed.withLock { $0 }
-}
-
-/// A loopback port nothing listens on: bound by a listener that is then
-/// closed.
-func unusedPort() throws -> UInt16 {
-    try TCPTransport.listener(host: "127.0.0.1", port: 0).port
 }

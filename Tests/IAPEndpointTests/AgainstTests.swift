@@ -1,46 +1,47 @@
+import Synchronization
 import Testing
 import IAPConformance
+import IAPEndpoint
 import IAPLink
 import IAPRoles
 import IAPTransport
 import IAPWire
 
 /// A device end over a transport that answers pings (or not), for running
-/// the against-suite in-process.
+/// the against-suite in-process: a link probe (`MediaEndpoint(linkProbe:)`)
+/// whose control-session bytes go through a control channel, each ping
+/// answered on the session it came on.
 final class PingPeer: Sendable {
-    let driver: LinkDriver
-    private let task: Task<Void, Never>
+    let endpoint: MediaEndpoint
 
-    init(transport: Transport, answersPings: Bool, deliversDuplicates: Bool = false) throws {
-        driver = LinkDriver(configuration: LinkConfiguration(role: .device), transport: transport)
-        let driver = self.driver
-        task = Task {
-            var channel = ControlChannel()
-            for await event in driver.events {
-                switch event {
-                case .link(.up):
-                    channel.reset()
-                case .data(let session, let bytes):
-                    let (_, replies) = channel.receive(bytes)
-                    guard answersPings else { continue }
-                    for reply in replies { try? await driver.send(reply.encoded(), session: session) }
-                default:
-                    break
-                }
-            }
-        }
-        try driver.start()
+    /// The control channel, shared by the endpoint's two handlers.
+    private final class Channel: Sendable {
+        let channel = Mutex(ControlChannel())
     }
 
-    deinit { task.cancel() }
+    init(transport: Transport, answersPings: Bool) throws {
+        endpoint = MediaEndpoint(linkProbe: transport, link: LinkConfiguration(role: .device))
+        let box = Channel()
+        endpoint.onLinkEvent { event in
+            if case .up = event { box.channel.withLock { $0.reset() } }
+        }
+        endpoint.onSessionData { [weak endpoint] session, bytes in
+            let (_, replies) = box.channel.withLock { $0.receive(bytes) }
+            guard answersPings, let endpoint else { return }
+            for reply in replies {
+                if let encoded = try? reply.encoded() { endpoint.send(encoded, session: session) }
+            }
+        }
+        try endpoint.start()
+    }
 }
 
-/// These run in real time alongside the rest of the suite, possibly on a
-/// loaded machine: both ends' event handling runs on Swift concurrency's
-/// pool, which other tests may keep busy for seconds. Every wait for
-/// something that should happen is therefore bounded generously (a wait
-/// ends as soon as it is met, so this costs nothing when all is well); only
-/// waits for answers that must not come are short.
+/// These run in real time, possibly on a loaded machine: the suite's waits
+/// poll on Swift concurrency's pool, which other tests may keep busy for
+/// seconds. Every wait for something that should happen is therefore
+/// bounded generously (a wait ends as soon as it is met, so this costs
+/// nothing when all is well); only waits for answers that must not come
+/// are short.
 @Suite(.serialized) struct AgainstTests {
     static let generous: Duration = .seconds(60)
 
@@ -50,7 +51,7 @@ final class PingPeer: Sendable {
         let results = await AgainstSuite(transport: ours, timeout: Self.generous).run(seed: 1) { _ in }
         #expect(results.map(\.name) == AgainstSuite.caseNames)
         for result in results { #expect(result.passed, "\(result.name): \(result.failures)") }
-        await peer.driver.close()
+        await peer.endpoint.close()
     }
 
     @Test func aPeerThatDoesNotAnswerPingsFailsWithAReason() async throws {
@@ -62,7 +63,7 @@ final class PingPeer: Sendable {
         #expect(!ping.passed)
         #expect(ping.failures.first?.contains("was not answered") == true)
         #expect(results.first { $0.name == "detect" }?.passed == true)
-        await peer.driver.close()
+        await peer.endpoint.close()
     }
 
     @Test func nothingAtTheOtherEndFailsTheHandshake() async throws {

@@ -1,0 +1,102 @@
+import Synchronization
+import Testing
+import IAPEndpoint
+import IAPLink
+import IAPRoles
+import IAPTransport
+import IAPWire
+
+/// A transport that records every write it is handed, then passes it on.
+private final class RecordingTransport: Transport {
+    let inner: LoopbackTransport
+    let acceptsCoalescedWrites: Bool
+    let writes = Mutex<[[UInt8]]>([])
+    var name: String { inner.name }
+
+    init(_ inner: LoopbackTransport, coalesced: Bool) {
+        self.inner = inner
+        acceptsCoalescedWrites = coalesced
+    }
+
+    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) { try inner.start(handler) }
+    func write(_ bytes: [UInt8]) {
+        writes.withLock { $0.append(bytes) }
+        inner.write(bytes)
+    }
+    func close() { inner.close() }
+}
+
+/// What the endpoint hands its transport: the packets of one input as one
+/// write over a byte stream, one packet per write over a packet transport
+/// (USB), as the transport's `acceptsCoalescedWrites` says.
+@Suite(.serialized) struct EndpointWriteTests {
+    /// A pinger whose writes are recorded and a responder, over a loopback:
+    /// a 20,000-byte ping (five 4 KiB packets) goes out and its answer comes
+    /// back. Returns every write the pinger made, and the ping.
+    private func pingOverRecordedLink(coalesced: Bool) async throws -> (writes: [[UInt8]], ping: [UInt8]) {
+        let (a, b) = LoopbackTransport.pair()
+        let recorded = RecordingTransport(a, coalesced: coalesced)
+        let pinger = MediaEndpoint(kind: .pinger, transport: recorded, logger: .discarding("pinger"))
+        let responder = MediaEndpoint(kind: .responder, transport: b, logger: .discarding("responder"))
+        let request = DiagnosticPing.request(sequence: 1, size: 20_000)
+        let answer = Mutex<ControlMessage?>(nil)
+        pinger.onUnhandledMessage { message in
+            if DiagnosticPing.sequence(ofAnswer: message) == 1 { answer.withLock { $0 = message } }
+        }
+        pinger.stop(when: { _ in answer.withLock { $0 } != nil })
+        // Sent before the start: it waits for the link, and for the
+        // responder to clear the head unit to send (identification).
+        pinger.sendFromOutside(request)
+        try responder.start()
+        try pinger.start()
+        await runUntilOneStops([pinger, responder], timeout: .seconds(60))
+        #expect(answer.withLock { $0 }?.parameters == request.parameters, "the ping was not answered with identical parameters")
+        return (recorded.writes.withLock { $0 }, try request.encoded())
+    }
+
+    /// Over a byte stream the packets one send makes go out as one write.
+    /// Other writes may go first (the handshake, a bare acknowledgement
+    /// whose timer fired, the identification the responder starts), so the
+    /// write checked is the first one that carries the ping's data.
+    @Test func aStreamTransportGetsThePacketsOfOneInputInOneWrite() async throws {
+        let (writes, ping) = try await pingOverRecordedLink(coalesced: true)
+        // The data packets' payloads of each write, in order.
+        let payloads = writes.map { write -> [ArraySlice<UInt8>] in
+            var decoder = LinkStreamDecoder()
+            decoder.append(write)
+            var payloads: [ArraySlice<UInt8>] = []
+            while let event = decoder.next() {
+                if case .packet(let header, _, true) = event, header.payloadLength > 0, !header.control.contains(.syn) {
+                    payloads.append(decoder.payload)
+                }
+            }
+            return payloads
+        }
+        guard let first = payloads.firstIndex(where: { $0.contains { $0.starts(with: ping.prefix(6)) } }),
+              let start = payloads[first].firstIndex(where: { $0.starts(with: ping.prefix(6)) }) else {
+            Issue.record("no write carried the ping: \(writes.map(\.count)) bytes")
+            return
+        }
+        // The ping's packets follow one another in that write.
+        var carried: [UInt8] = []
+        var packets = 0
+        for payload in payloads[first][start...] where carried.count < ping.count {
+            carried += payload
+            packets += 1
+        }
+        // Compared here, not by #expect: a failure would print 20 KB twice.
+        let whole = carried.starts(with: ping)
+        #expect(whole, "the write that began the ping (\(writes[first].count) bytes, \(packets) data packets) carried \(carried.count) of its \(ping.count) bytes")
+        #expect(packets == 5, "the ping's first data write held \(packets) of its packets")
+    }
+
+    /// A packet transport (USB) gets exactly one link packet per write.
+    @Test func aPacketTransportGetsOnePacketPerWrite() async throws {
+        let (writes, _) = try await pingOverRecordedLink(coalesced: false)
+        let packets = writes.filter { $0 != DetectSequence.bytes }
+        #expect(packets.count >= 5)
+        for write in packets {
+            #expect((try? LinkPacket(decoding: write)) != nil, "a write of \(write.count) bytes is not exactly one packet")
+        }
+    }
+}
