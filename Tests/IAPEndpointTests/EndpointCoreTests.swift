@@ -57,6 +57,56 @@ import IAPWire
         #expect(pair.headUnitSentCertificate, "the answer for the current link was not sent")
     }
 
+    /// Two commands in one input (a steering-wheel play/pause pressed twice,
+    /// both reports in one read) are two now-playing updates, each command's
+    /// effect read before the next runs: paused, then playing again.
+    @Test func twoCommandsInOneInputAreTwoUpdates() throws {
+        let app = SampleApp()
+        var cores = [EndpointCore(kind: .phone, app: app, authentication: .off), EndpointCore(kind: .headUnit, app: nil, authentication: .off)]
+        var now = LinkInstant.milliseconds(1)
+        var writesToPhone = 0
+        func handle(_ input: EndpointCore.Input, at side: Int) {
+            var pending = [(side, input)]
+            while !pending.isEmpty {
+                let (side, input) = pending.removeFirst()
+                for output in cores[side].handle(input, now: now, answeringFor: side == 0 ? app : nil) {
+                    switch output {
+                    case .write(let bytes):
+                        if side == 1 { writesToPhone += 1 }
+                        pending.append((1 - side, .received(bytes)))
+                    case .load(let token, let request):
+                        let (result, _) = app.load(request, now: now)
+                        pending.append((0, .loaded(token: token, result, readyAt: now)))
+                    default: break
+                    }
+                }
+            }
+        }
+        func run(for duration: Duration) {
+            let end = now + duration
+            while let due = [cores[0].nextDeadline, cores[1].nextDeadline].compactMap({ $0 }).min(), due <= end {
+                now = max(now, due)
+                for side in 0..<2 where cores[side].nextDeadline.map({ $0 <= now }) ?? false { handle(.tick, at: side) }
+            }
+            now = end
+        }
+        handle(.start, at: 0)
+        handle(.start, at: 1)
+        run(for: .seconds(2))
+        _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: now)
+        run(for: .seconds(2))
+        try #require(cores[1].connection.headUnit.nowPlaying.info.state == .playing, "the head unit never saw the album playing")
+        let before = cores[1].connection.headUnit.nowPlaying.updates
+        let writesBefore = writesToPhone
+        handle(.action { connection, now in
+            connection.headUnitDoes(now: now) { role, _ in role.press(.playPause) + role.press(.playPause) }
+        }, at: 1)
+        #expect(writesToPhone == writesBefore + 1, "the presses went in \(writesToPhone - writesBefore) writes, not one")
+        #expect(cores[1].connection.headUnit.nowPlaying.updates >= before + 2,
+                "\(cores[1].connection.headUnit.nowPlaying.updates - before) updates for two presses")
+        #expect(cores[1].connection.headUnit.nowPlaying.info.state == .playing)
+    }
+
     /// The iAP1 packets in what a core wrote.
     static func iap1Packets(_ outputs: [EndpointCore.Output]) -> [IAP1Packet] {
         let written: [UInt8] = outputs.flatMap { output -> [UInt8] in if case .write(let bytes) = output { bytes } else { [] } }
