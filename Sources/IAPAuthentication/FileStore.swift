@@ -4,7 +4,9 @@ import Glibc
 import SystemPackage
 
 /// Files with the permissions the key store needs, through POSIX calls
-/// (the modes are set at creation, never widened afterwards).
+/// (the modes are set at creation, never widened afterwards); reads and
+/// writes go through swift-system, which retries a call a signal
+/// interrupted.
 enum FileStore {
     static func errnoText(_ code: Int32 = errno) -> String { Errno(rawValue: code).description }
 
@@ -15,13 +17,15 @@ enum FileStore {
     /// device) named by mistake is refused at once instead of waiting for a
     /// writer for ever.
     static func read(_ path: String, limit: Int) throws(AuthenticationError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            throw AuthenticationError(.storage, "cannot open \(path): \(errnoText())")
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .nonBlocking])
+        } catch {
+            throw AuthenticationError(.storage, "cannot open \(path): \(error)")
         }
-        defer { close(fd) }
+        defer { try? file.close() }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
+        guard fstat(file.rawValue, &info) == 0 else {
             throw AuthenticationError(.storage, "cannot stat \(path): \(errnoText())")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
@@ -33,13 +37,14 @@ enum FileStore {
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var filled = 0
         while filled < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AuthenticationError(.storage, "cannot read \(path): \(errnoText())")
+            let count: Int
+            do {
+                count = try bytes.withUnsafeMutableBytes { try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            } catch {
+                throw AuthenticationError(.storage, "cannot read \(path): \(error)")
             }
-            if n == 0 { break }
-            filled += n
+            if count == 0 { break }
+            filled += count
         }
         return Array(bytes[..<filled])
     }
@@ -70,16 +75,11 @@ enum FileStore {
             close(fd)
             throw AuthenticationError(.storage, "cannot set the mode of \(temporary): \(text)")
         }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let text = errnoText()
-                close(fd)
-                throw AuthenticationError(.storage, "cannot write \(temporary): \(text)")
-            }
-            written += n
+        do {
+            _ = try FileDescriptor(rawValue: fd).writeAll(bytes)
+        } catch {
+            close(fd)
+            throw AuthenticationError(.storage, "cannot write \(temporary): \(error)")
         }
         let synced = fsync(fd) == 0
         close(fd)

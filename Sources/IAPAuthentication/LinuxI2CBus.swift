@@ -78,7 +78,8 @@ public final class LinuxI2CBus: I2CBus {
 }
 
 /// The one thin wrapper over the C calls: each returns its result or the
-/// errno, read right after the call.
+/// error number. Open, read and write go through swift-system's
+/// `FileDescriptor`, which retries a call a signal interrupted.
 enum Sys {
     struct Errno: Error, CustomStringConvertible {
         let code: Int32
@@ -86,8 +87,7 @@ enum Sys {
     }
 
     static func open(_ path: String) -> Result<Int32, Errno> {
-        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
-        return fd >= 0 ? .success(fd) : .failure(Errno(code: errno))
+        call { try FileDescriptor.open(path, .readWrite, options: .closeOnExec).rawValue }
     }
 
     static func selectSlave(_ fd: Int32, _ address: UInt8) -> Result<Void, Errno> {
@@ -95,19 +95,20 @@ enum Sys {
     }
 
     static func write(_ fd: Int32, _ bytes: [UInt8]) -> Result<Int, Errno> {
-        while true {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n >= 0 { return .success(n) }
-            if errno != EINTR { return .failure(Errno(code: errno)) }
-        }
+        call { try bytes.withUnsafeBytes { try FileDescriptor(rawValue: fd).write($0) } }
     }
 
     static func read(_ fd: Int32, _ count: Int) -> Result<[UInt8], Errno> {
         var bytes = [UInt8](repeating: 0, count: count)
-        while true {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n >= 0 { return .success(Array(bytes[..<n])) }
-            if errno != EINTR { return .failure(Errno(code: errno)) }
+        return call { try bytes.withUnsafeMutableBytes { try FileDescriptor(rawValue: fd).read(into: $0) } }.map { Array(bytes[..<$0]) }
+    }
+
+    /// swift-system throws only its `Errno` (its calls are not typed yet).
+    private static func call<T>(_ body: () throws -> T) -> Result<T, Errno> {
+        do {
+            return .success(try body())
+        } catch {
+            return .failure(Errno(code: (error as? SystemPackage.Errno)?.rawValue ?? EIO))
         }
     }
 }

@@ -109,10 +109,8 @@ final class DescriptorTransport: Transport {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                finish(TransportError("poll failed", errno: errno))
+            if case .failure(let error) = SystemCall.poll(&fds) {
+                finish(TransportError("poll failed", errno: error.rawValue))
                 return
             }
             if fds[1].revents != 0 {
@@ -120,15 +118,17 @@ final class DescriptorTransport: Transport {
                 return
             }
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR | POLLNVAL) == 0 { continue }
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                let handler = state.withLock { $0.handler }
-                handler?(.received(Array(buffer[0..<count])))
-            } else if count == 0 {
+            switch buffer.withUnsafeMutableBytes({ SystemCall.read(descriptor, into: $0) }) {
+            case .success(0):
                 finish(TransportError(.closed, "the peer closed the connection"))
                 return
-            } else if errno != EINTR && errno != EAGAIN {
-                finish(TransportError("read failed", errno: errno))
+            case .success(let count):
+                let handler = state.withLock { $0.handler }
+                handler?(.received(Array(buffer[0..<count])))
+            case .failure(.resourceTemporarilyUnavailable):
+                continue
+            case .failure(let error):
+                finish(TransportError("read failed", errno: error.rawValue))
                 return
             }
         }
@@ -143,15 +143,18 @@ final class DescriptorTransport: Transport {
             if queued == 0 {
                 let descriptor = state.withLock { $0.descriptor }
                 if descriptor >= 0, writeState.withLock({ $0.failure }) == nil {
-                    var written = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                    if written < 0 && errno == ENOTSOCK {
-                        written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress!, $0.count) }
+                    switch bytes.withUnsafeBytes({ SystemCall.send(descriptor, $0, flags: Int32(MSG_DONTWAIT)) }) {
+                    case .success(bytes.count): return nil
+                    case .success(let written):
+                        queued += 1
+                        return written
+                    case .failure(.resourceTemporarilyUnavailable):
+                        queued += 1
+                        return 0
+                    case .failure:
+                        // A broken descriptor: the reader sees it and reports it.
+                        return nil
                     }
-                    if written == bytes.count { return nil }
-                    // A broken descriptor: the reader sees it and reports it.
-                    if written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR { return nil }
-                    queued += 1
-                    return max(0, written)
                 }
             }
             queued += 1
@@ -172,20 +175,14 @@ final class DescriptorTransport: Transport {
             var offset = start
             var lastProgress = ContinuousClock.now
             while offset < bytes.count {
-                var written = bytes.withUnsafeBytes { raw in
-                    Glibc.send(descriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if written < 0 && errno == ENOTSOCK {
-                    // A serial port: plain write.
-                    written = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
-                }
-                if written > 0 {
+                switch bytes.withUnsafeBytes({ SystemCall.send(descriptor, UnsafeRawBufferPointer(rebasing: $0[offset...])) }) {
+                case .success(let written) where written > 0:
                     offset += written
                     lastProgress = .now
                     continue
-                }
-                if written < 0 && errno == EINTR { continue }
-                guard written == 0 || errno == EAGAIN || errno == EWOULDBLOCK else {
+                case .success, .failure(.resourceTemporarilyUnavailable):
+                    break
+                case .failure:
                     // The reader sees the broken descriptor and reports it.
                     return
                 }
@@ -196,8 +193,8 @@ final class DescriptorTransport: Transport {
                     failWrites(TransportError(.timedOut, "the peer stopped reading: a write of \(bytes.count) bytes made no progress for \(writeStallLimit)"))
                     return
                 }
-                var fds = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&fds, 1, 100)
+                var room = [pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)]
+                _ = SystemCall.poll(&room, timeout: 100)
             }
         }
     }

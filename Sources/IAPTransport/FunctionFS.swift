@@ -242,10 +242,11 @@ public final class FunctionFSGadget: Sendable {
     public func run(onEvent: (FunctionFSEvent) -> Void, onConnection: (Transport) -> Void) -> TransportError {
         var buffer = [UInt8](repeating: 0, count: FunctionFSEvent.size * 4)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(ep0, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let failure = TransportError("reading \(mountPoint)/ep0 failed", errno: errno)
+            let count: Int
+            switch buffer.withUnsafeMutableBytes({ SystemCall.read(ep0, into: $0) }) {
+            case .success(let read): count = read
+            case .failure(let error):
+                let failure = TransportError("reading \(mountPoint)/ep0 failed", errno: error.rawValue)
                 endConnection(failure)
                 return failure
             }
@@ -288,14 +289,12 @@ public final class FunctionFSGadget: Sendable {
         let value = UInt16(setup[2]) | UInt16(setup[3]) << 8
         let length = Int(UInt16(setup[6]) | UInt16(setup[7]) << 8)
         func send(_ bytes: [UInt8]) {
-            let reply = Array(bytes.prefix(length))
-            while reply.withUnsafeBytes({ write(ep0, $0.baseAddress, $0.count) }) < 0 && errno == EINTR {}
+            _ = Array(bytes.prefix(length)).withUnsafeBytes { SystemCall.write(ep0, $0) }
         }
         func take() -> [UInt8] {
             var data = [UInt8](repeating: 0, count: length)
-            var count = -1
-            repeat { count = data.withUnsafeMutableBytes { read(ep0, $0.baseAddress, $0.count) } } while count < 0 && errno == EINTR
-            return Array(data.prefix(max(0, count)))
+            let count = (try? data.withUnsafeMutableBytes { SystemCall.read(ep0, into: $0) }.get()) ?? 0
+            return Array(data.prefix(count))
         }
         func stall() {
             var none: UInt8 = 0
@@ -380,16 +379,14 @@ final class EndpointTransport: GadgetConnection {
         // that are a multiple of the packet size.
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count > 0 {
+            switch buffer.withUnsafeMutableBytes({ SystemCall.read(fd, into: $0) }) {
+            case .success(0):
+                continue
+            case .success(let count):
                 let handler = state.withLock { $0.closed ? nil : $0.handler }
                 handler?(.received(Array(buffer[0..<count])))
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else if count == 0 {
-                continue
-            } else {
-                end(TransportError("the host went away", errno: errno))
+            case .failure(let error):
+                end(TransportError("the host went away", errno: error.rawValue))
                 return
             }
         }
@@ -402,15 +399,9 @@ final class EndpointTransport: GadgetConnection {
     private func writeNow(_ bytes: [UInt8]) {
         let fd = state.withLock { $0.closed ? -1 : $0.outFD }
         guard fd >= 0 else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                end(TransportError("writing to the host failed", errno: errno))
-                return
-            }
-            offset += written
+        if case .failure(let error) = SystemCall.writeAll(fd, bytes) {
+            end(TransportError("writing to the host failed", errno: error.rawValue))
+            return
         }
         // A write of whole packets ends with a zero-length packet, or the
         // host's larger read waits for more. The packet size depends on the
@@ -418,7 +409,7 @@ final class EndpointTransport: GadgetConnection {
         // is divided by 64, so a count that is a multiple of 64 may need it;
         // an extra zero-length packet only completes an empty read.
         if bytes.count % 64 == 0 {
-            while Glibc.write(fd, bytes, 0) < 0 && errno == EINTR {}
+            _ = SystemCall.write(fd, UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
 
@@ -510,10 +501,8 @@ final class HIDGadgetTransport: GadgetConnection {
             for report in reportWriter.transfers(carrying: bytes) {
                 let fd = state.withLock { $0.closed ? -1 : $0.fd }
                 guard fd >= 0 else { return }
-                var written = -1
-                repeat { written = report.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } } while written < 0 && errno == EINTR
-                if written < 0 {
-                    end(TransportError("writing an input report to the host failed", errno: errno))
+                if case .failure(let error) = report.withUnsafeBytes({ SystemCall.write(fd, $0) }) {
+                    end(TransportError("writing an input report to the host failed", errno: error.rawValue))
                     return
                 }
             }

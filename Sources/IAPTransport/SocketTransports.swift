@@ -72,21 +72,21 @@ public enum TCPTransport {
     static func accept(on listener: Int32, name: String, unlessReadable closeRequested: Int32) throws(TransportError) -> Int32 {
         while true {
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: closeRequested, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 2, -1) < 0 {
-                if errno == EINTR { continue }
-                throw TransportError("\(name): poll failed while waiting for a peer", errno: errno)
+            if case .failure(let error) = SystemCall.poll(&fds) {
+                throw TransportError("\(name): poll failed while waiting for a peer", errno: error.rawValue)
             }
             if fds[1].revents != 0 { throw TransportError(.closed, "\(name): closed by this end while waiting for a peer") }
-            let fd = Glibc.accept(listener, nil, nil)
-            if fd >= 0 {
+            switch SystemCall.accept(listener) {
+            case .success(let fd):
                 // The accepted socket does not inherit the listener's O_NONBLOCK on Linux.
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 setNoDelay(fd)
                 return fd
-            }
-            // EAGAIN: the peer went before it was taken (poll said ready).
-            if errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED {
-                throw TransportError("\(name): accept failed", errno: errno)
+            case .failure(.resourceTemporarilyUnavailable), .failure(.connectionAbort):
+                // The peer went before it was taken (poll said ready).
+                continue
+            case .failure(let error):
+                throw TransportError("\(name): accept failed", errno: error.rawValue)
             }
         }
     }

@@ -113,10 +113,8 @@ public final class UdevMonitor: Sendable {
         var fds = [pollfd(fd: udev_monitor_get_fd(handles.monitor), events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while !stopped.withLock({ $0 }) {
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                handler(.failed("poll on the udev monitor failed: \(Errno(rawValue: errno).description)"))
+            if case .failure(let error) = SystemCall.poll(&fds) {
+                handler(.failed("poll on the udev monitor failed: \(error)"))
                 return
             }
             if fds[1].revents != 0 { return }

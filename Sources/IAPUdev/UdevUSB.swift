@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CLibUDev
 import IAPHotplug
+import IAPTransport
 import SystemPackage
 
 /// A libudev failure, saying which call failed and why.
@@ -106,9 +107,7 @@ public enum UdevUSB {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count < limit {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+            guard case .success(let count) = chunk.withUnsafeMutableBytes({ SystemCall.read(fd, into: $0) }), count > 0 else { break }
             bytes += chunk[..<min(count, limit - bytes.count)]
         }
         return bytes

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import IAPTrace
+import IAPTransport
 import SystemPackage
 
 /// A file (or standard input) read in fixed-size chunks, so that memory stays
@@ -51,12 +52,12 @@ struct InputFile: ~Copyable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let count = read(descriptor, buffer.baseAddress, Self.chunkSize)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw OpenError(description: "cannot read \(path): \(Errno(rawValue: errno).description)")
+            let count: Int
+            switch SystemCall.read(descriptor, into: buffer) {
+            case .success(0): return
+            case .success(let read): count = read
+            case .failure(let error): throw OpenError(description: "cannot read \(path): \(error)")
             }
-            if count == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
         }
     }
@@ -86,17 +87,9 @@ struct OutputBuffer: ~Copyable {
     }
 
     private static func write(_ bytes: borrowing OutputBytes) {
-        bytes.withUnsafeBytes { buffer in
-            var written = 0
-            while written < buffer.count {
-                let result = Glibc.write(1, buffer.baseAddress! + written, buffer.count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    // The reader went away (a closed pipe): stop quietly.
-                    exit(0)
-                }
-                written += result
-            }
+        if case .failure = bytes.withUnsafeBytes({ SystemCall.writeAll(1, $0) }) {
+            // The reader went away (a closed pipe): stop quietly.
+            exit(0)
         }
     }
 

@@ -111,10 +111,7 @@ enum LineEditor {
         var descriptors = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         var typed: String?
         while !finished {
-            guard poll(&descriptors, 2, -1) >= 0 else {
-                if errno == EINTR { continue }
-                break
-            }
+            guard case .success = SystemCall.poll(&descriptors) else { break }
             if descriptors[1].revents != 0 {
                 let reasons = drainWakes()
                 if reasons.contains(.stop) {

@@ -11,7 +11,7 @@ extension USBRoleSwitch.Mode: ExpressibleByArgument {}
 /// a USB device on this machine's device port.
 struct RoleSwitchOptions: ParsableArguments {
     @Option(defaultAsFlag: USBRoleSwitch.Mode.iap,
-            help: ArgumentHelp("With a usb: transport: ask the phone to become the USB host (vendor request 0x40/0x51, as CarPlay head units do), wait up to 2 s for it to leave the bus, then run as the USB device presenting the bulk iAP Interface (the gadget --gadget names, set up with scripts/gadget-setup.sh --identity accessory). carplay asks with CarPlay (wValue 1); CarPlay itself is not served.",
+            help: ArgumentHelp("With a usb: transport: ask the phone to become the USB host (vendor request 0x40/0x51, as CarPlay head units do), wait up to 5 s for it to leave the bus, then run as the USB device presenting the bulk iAP Interface (the gadget --gadget names, set up with scripts/gadget-setup.sh --identity accessory). carplay asks with CarPlay (wValue 1); CarPlay itself is not served.",
                                valueName: "iap|carplay"),
             completion: .list(USBRoleSwitch.Mode.allCases.map(\.rawValue)))
     var roleSwitch: USBRoleSwitch.Mode?

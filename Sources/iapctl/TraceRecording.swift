@@ -55,15 +55,8 @@ final class TraceFile: Sendable {
 
     private static func flush(_ state: inout State) {
         let bytes = state.writer.drain()
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(state.fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else {
-                state.problem = "writing failed: \(Errno(rawValue: errno).description)"
-                return
-            }
-            offset += written
+        if case .failure(let error) = SystemCall.writeAll(state.fd, bytes) {
+            state.problem = "writing failed: \(error)"
         }
     }
 }

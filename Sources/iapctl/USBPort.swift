@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import IAPTransport
 import SystemPackage
 
 /// This machine's USB port as sysfs shows it: the device controllers
@@ -78,9 +79,10 @@ enum USBPort {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CommandFailure(message: "\(what): cannot open \(path): \(Errno(rawValue: errno).description)\(hint)") }
         defer { close(fd) }
-        var written = -1
-        repeat { written = text.withCString { Glibc.write(fd, $0, strlen($0)) } } while written < 0 && errno == EINTR
-        guard written >= 0 else { throw CommandFailure(message: "\(what) failed: \(Errno(rawValue: errno).description)") }
+        // One write: a sysfs attribute takes its value in one.
+        if case .failure(let error) = Array(text.utf8).withUnsafeBytes({ SystemCall.write(fd, $0) }) {
+            throw CommandFailure(message: "\(what) failed: \(error)")
+        }
     }
 
     private static func entries(of directory: String) -> [String] {
