@@ -168,6 +168,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             inbox.withLock { $0.handling = false }
             throw error
         }
+        core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites)
         let (queued, stopped) = inbox.withLock { inbox in
             defer { inbox.pending = [] }
             return (inbox.pending, inbox.ended)

@@ -150,10 +150,18 @@ public struct EndpointCore: Sendable {
         }
     }
 
+    /// Whether one write may carry several link packets, as the transport
+    /// says once it is open: a USB device's interface (bulk, a byte stream;
+    /// HID, one packet per report sequence) is known only then. A link
+    /// probe keeps one packet per write.
+    public mutating func transportOpened(coalescesWrites: Bool) {
+        configuration.coalescesWrites = coalescesWrites && !configuration.probesLink
+    }
+
     /// Messages from outside held before the first link up, at most.
     public static let maximumHeldOutgoing = 64
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     /// Whether this end serves an app (a phone with one): its loads,
     /// commands and now playing are asked of the edge.
     public let servesApp: Bool

@@ -339,9 +339,10 @@ protocol GadgetConnection: Transport {
 /// written.
 final class EndpointTransport: GadgetConnection {
     let name = "gadget"
-    /// One link packet per bulk transfer: a host may read each transfer as
-    /// one packet.
-    var acceptsCoalescedWrites: Bool { false }
+    /// Several link packets in one bulk transfer, as a real iPhone sends
+    /// them: the host splits a bulk read by the packets' length fields
+    /// (IAP-FACTS.md).
+    var acceptsCoalescedWrites: Bool { true }
     /// Writes block until the host reads; they go out from here, in order.
     private let writer = DispatchQueue(label: "iap.gadget.write")
     private let input: String

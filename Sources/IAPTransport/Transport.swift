@@ -32,8 +32,9 @@ public protocol Transport: AnyObject, Sendable {
     var name: String { get }
     /// Whether one write may carry several link packets back to back. True
     /// (the default) for byte streams, whose reader finds packet boundaries
-    /// itself; false where a peer may take each write (a USB transfer) for
-    /// one packet.
+    /// itself (TCP, serial, USB bulk); false where each write must be one
+    /// packet (iAP over HID: one report sequence per packet). Read when the
+    /// transport has started: a USB device's interface is known only then.
     var acceptsCoalescedWrites: Bool { get }
     /// Bytes handed to `write` that the transport has not yet passed on
     /// (a peer that does not read leaves them queued): what bounds a

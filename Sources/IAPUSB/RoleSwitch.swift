@@ -88,7 +88,8 @@ public enum USBRoleSwitch {
         let clock = ContinuousClock()
         let sent = clock.now
         let answer = libusb_control_transfer(handle, requestType, request, mode.requestValue, 0, nil, 0, requestTimeoutMilliseconds)
-        libusb_close(handle)
+        // Kept open: a request on it says at once when the device is gone.
+        defer { libusb_close(handle) }
         switch libusb_error(rawValue: answer) {
         case LIBUSB_SUCCESS:
             break
@@ -101,10 +102,10 @@ public enum USBRoleSwitch {
             throw TransportError("role switch: the request 0x40/0x51 to \(identity) failed", USBError(answer))
         }
         while clock.now - sent < departureLimit {
-            if !isPresent(identity, in: context) { return Switched(identity, departure: clock.now - sent, selected: selected) }
+            if hasLeft(identity, handle, in: context) { return Switched(identity, departure: clock.now - sent, selected: selected) }
             usleep(20_000)
         }
-        if !isPresent(identity, in: context) { return Switched(identity, departure: clock.now - sent, selected: selected) }
+        if hasLeft(identity, handle, in: context) { return Switched(identity, departure: clock.now - sent, selected: selected) }
         throw TransportError(.timedOut, "role switch: \(identity) acknowledged the request but was still on the bus after \(departureLimit)")
     }
 
@@ -147,6 +148,17 @@ public enum USBRoleSwitch {
 
     /// Whether the device is still at its bus address (a device that comes
     /// back is given a new address).
+    /// Whether the device has left the bus. The kernel knows first: a
+    /// request on the open handle (GET_STATUS) ends with "no device" as
+    /// soon as it has gone. libusb's device list follows udev's events,
+    /// which a loaded machine delivers seconds later (the CI lab saw over
+    /// 5 s).
+    private static func hasLeft(_ identity: Identity, _ handle: OpaquePointer, in context: OpaquePointer) -> Bool {
+        var status: [UInt8] = [0, 0]
+        let answer = libusb_control_transfer(handle, 0x80, 0x00, 0, 0, &status, 2, 100)
+        return answer == LIBUSB_ERROR_NO_DEVICE.rawValue || !isPresent(identity, in: context)
+    }
+
     private static func isPresent(_ identity: Identity, in context: OpaquePointer) -> Bool {
         var list: UnsafeMutablePointer<OpaquePointer?>?
         let count = libusb_get_device_list(context, &list)

@@ -89,9 +89,16 @@ public struct USBDeviceSelector: Hashable, Sendable, CustomStringConvertible {
 /// and reports `.closed` once.
 public final class USBHostTransport: Transport {
     public let name: String
-    /// One link packet per bulk transfer: a device may read each transfer
-    /// as one packet.
-    public var acceptsCoalescedWrites: Bool { false }
+    /// Over bulk, once open: several link packets in one transfer, as a
+    /// real iPhone sends them (the receiver splits a bulk read by the
+    /// packets' length fields, IAP-FACTS.md). Over HID (and before the
+    /// device is open) one packet per write, each in its own report
+    /// sequence.
+    public var acceptsCoalescedWrites: Bool {
+        state.withLock { state in
+            if case .bulk = state.device?.access { true } else { false }
+        }
+    }
     public let selector: USBDeviceSelector
     /// iAP over HID: how many bytes a SET_REPORT carries.
     public let hidLengthForm: IAPHIDReportWriter.LengthForm

@@ -7,18 +7,25 @@ import IAPTransport
 import IAPWire
 
 /// A transport that records every write it is handed, then passes it on.
+/// Like a USB device, whether it takes several packets in one write is
+/// known only once it has started: false before.
 private final class RecordingTransport: Transport {
     let inner: LoopbackTransport
-    let acceptsCoalescedWrites: Bool
+    private let coalesced: Bool
+    private let started = Mutex(false)
     let writes = Mutex<[[UInt8]]>([])
     var name: String { inner.name }
+    var acceptsCoalescedWrites: Bool { started.withLock { $0 } && coalesced }
 
     init(_ inner: LoopbackTransport, coalesced: Bool) {
         self.inner = inner
-        acceptsCoalescedWrites = coalesced
+        self.coalesced = coalesced
     }
 
-    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) { try inner.start(handler) }
+    func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
+        try inner.start(handler)
+        started.withLock { $0 = true }
+    }
     func write(_ bytes: [UInt8]) {
         writes.withLock { $0.append(bytes) }
         inner.write(bytes)
@@ -27,8 +34,9 @@ private final class RecordingTransport: Transport {
 }
 
 /// What the endpoint hands its transport: the packets of one input as one
-/// write over a byte stream, one packet per write over a packet transport
-/// (USB), as the transport's `acceptsCoalescedWrites` says.
+/// write over a byte stream (USB bulk included), one packet per write over
+/// a packet transport (USB HID), as the transport's
+/// `acceptsCoalescedWrites` says once it has started.
 @Suite(.serialized) struct EndpointWriteTests {
     /// A pinger whose writes are recorded and a responder, over a loopback:
     /// a 20,000-byte ping (five 4 KiB packets) goes out and its answer comes
@@ -90,7 +98,7 @@ private final class RecordingTransport: Transport {
         #expect(packets == 5, "the ping's first data write held \(packets) of its packets")
     }
 
-    /// A packet transport (USB) gets exactly one link packet per write.
+    /// A packet transport (USB HID) gets exactly one link packet per write.
     @Test func aPacketTransportGetsOnePacketPerWrite() async throws {
         let (writes, _) = try await pingOverRecordedLink(coalesced: false)
         let packets = writes.filter { $0 != DetectSequence.bytes }

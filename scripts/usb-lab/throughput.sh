@@ -68,6 +68,14 @@ for size in 484 996; do
     check "$size-byte pings in $((size + 28))-byte link packets: none retransmitted (zero-length packets sent)" \
         grep -E -q '^retransmissions: 0$' "$out/whole-$size.txt"
 done
+# Over bulk the packets one turn of the core makes leave in one transfer
+# (a 16,000-byte ping is four link packets): some record of each direction
+# holds more than one link packet.
+"$iapctl" ping --transport usb:1209:1 --size 16000 --count 5 --json --trace "$out/coalesced.pcapng" > /dev/null 2>&1
+"$iapctl" decode "$out/coalesced.pcapng" --json > "$out/coalesced.json" 2>&1
+most_per_transfer() { grep "\"kind\":\"link\",\"dir\":\"$1\"" "$out/coalesced.json" | grep -o '"frame":[0-9]*' | sort | uniq -c | sort -rn | awk 'NR == 1 { print $1 }'; }
+check "the head unit's link packets share bulk transfers (at most $(most_per_transfer out) in one)" sh -c "[ 0$(most_per_transfer out) -gt 1 ]"
+check "the gadget's link packets share bulk transfers (at most $(most_per_transfer in) in one)" sh -c "[ 0$(most_per_transfer in) -gt 1 ]"
 kill "$gadget_pid" 2>/dev/null
 wait "$gadget_pid" 2>/dev/null
 
