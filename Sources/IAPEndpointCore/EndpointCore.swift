@@ -267,7 +267,12 @@ public struct EndpointCore: Sendable {
     public mutating func handle(_ input: Input, now: LinkInstant) -> [Output] {
         switch input {
         case .start: linkDid(link.start(now: now), now: now)
-        case .received(let bytes): linkDid(link.receive(bytes, now: now), now: now)
+        case .received(let bytes):
+            // What arrived is answered in this turn where it can be (a
+            // ping, a request the session serves at once): the answer's
+            // data carries the acknowledgement, not a bare ACK before it.
+            linkDid(link.receive(bytes, now: now, deferringAcknowledgement: true), now: now)
+            linkDid(link.flushAcknowledgement(now: now), now: now)
         case .transportClosed(let reason):
             linkDid(link.transportClosed(reason, now: now), now: now)
             endReason = endReason ?? "transport closed: \(reason)"

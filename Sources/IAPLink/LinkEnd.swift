@@ -111,6 +111,9 @@ public struct LinkEnd: Sendable {
     private var pendingAcks = 0
     private var ackDeadline: LinkInstant?
     private var ackNow = false
+    /// A due acknowledgement waits for the caller's data of this turn (see
+    /// `receive(_:now:deferringAcknowledgement:)`).
+    private var holdsAcknowledgement = false
     private var queues: [UInt8: SessionQueue] = [:]
     private var sessionOrder: [UInt8] = []
     private var nextSessionIndex = 0
@@ -231,13 +234,28 @@ public struct LinkEnd: Sendable {
     }
 
     /// Bytes from the transport.
-    public mutating func receive(_ bytes: some Collection<UInt8>, now: LinkInstant) -> [LinkAction] {
+    ///
+    /// With `deferringAcknowledgement`, an acknowledgement that falls due
+    /// is not sent as a bare ACK yet: data the caller sends before it calls
+    /// `flushAcknowledgement(now:)` (the answer to what was delivered, in
+    /// the same turn) carries it, and the bare ACK is sent only if none did.
+    public mutating func receive(_ bytes: some Collection<UInt8>, now: LinkInstant, deferringAcknowledgement: Bool = false) -> [LinkAction] {
         switch state {
         case .idle, .closed, .restarting: return []
         default: break
         }
+        holdsAcknowledgement = deferringAcknowledgement
         decoder.append(bytes)
         decodeBuffered(now: now)
+        flush(now: now)
+        return takeActions()
+    }
+
+    /// Ends what `receive(_:now:deferringAcknowledgement:)` began: the
+    /// acknowledgement still due (no data carried it) goes out now.
+    public mutating func flushAcknowledgement(now: LinkInstant) -> [LinkAction] {
+        guard holdsAcknowledgement else { return [] }
+        holdsAcknowledgement = false
         flush(now: now)
         return takeActions()
     }
@@ -914,12 +932,14 @@ public struct LinkEnd: Sendable {
                 actions.append(.event(.sessionWritable(session)))
             }
         }
-        if ackNow && !link.zeroAck {
-            emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
-            pendingAcks = 0
-            ackDeadline = nil
+        if ackNow && !holdsAcknowledgement {
+            if !link.zeroAck {
+                emitPacket(LinkPacket(control: .ack, sequence: sendSequence, acknowledgement: receivedSequence), now: now)
+                pendingAcks = 0
+                ackDeadline = nil
+            }
+            ackNow = false
         }
-        ackNow = false
         if renegotiationRequested && unacked.isEmpty {
             renegotiationRequested = false
             zeroAckLinkBeingRenegotiated = link.zeroAck ? link : nil

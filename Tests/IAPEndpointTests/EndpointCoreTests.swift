@@ -107,6 +107,49 @@ import IAPWire
         #expect(cores[1].connection.headUnit.nowPlaying.info.state == .playing)
     }
 
+    /// A 16,000-byte ping is four link packets, so its last makes an
+    /// acknowledgement due (four cumulative). The responder answers in the
+    /// same turn, and the answer's data carries the acknowledgement: the
+    /// write holds no bare ACK before it.
+    @Test func anAnswerInTheSameTurnCarriesTheAcknowledgement() throws {
+        var cores = [EndpointCore(kind: .pinger, app: nil, authentication: .off), EndpointCore(kind: .responder, app: nil, authentication: .off)]
+        var now = LinkInstant.milliseconds(1)
+        var responderWrites: [[UInt8]] = []
+        func handle(_ input: EndpointCore.Input, at side: Int) {
+            var pending = [(side, input)]
+            while !pending.isEmpty {
+                let (side, input) = pending.removeFirst()
+                for case .write(let bytes) in cores[side].handle(input, now: now) {
+                    if side == 1 { responderWrites.append(bytes) }
+                    pending.append((1 - side, .received(bytes)))
+                }
+            }
+        }
+        handle(.start, at: 1)
+        handle(.start, at: 0)
+        for _ in 0..<20 {
+            now = now + .milliseconds(100)
+            handle(.tick, at: 0)
+            handle(.tick, at: 1)
+        }
+        try #require(cores[0].link.isUp && cores[1].link.isUp, "the link did not come up")
+        #expect(cores[1].link.negotiated?.maximumCumulativeAcks == 4)
+        responderWrites = []
+        handle(.send(DiagnosticPing.request(sequence: 1, size: 16_000)), at: 0)
+        let packets = responderWrites.flatMap { write -> [(control: LinkControl, payload: Int)] in
+            var decoder = LinkStreamDecoder()
+            decoder.append(write)
+            var packets: [(control: LinkControl, payload: Int)] = []
+            while let event = decoder.next() {
+                if case .packet(let header, _, true) = event { packets.append((header.control, header.payloadLength)) }
+            }
+            return packets
+        }
+        #expect(packets.filter { $0.payload > 0 }.count >= 4, "the ping was not answered: \(packets.count) packets")
+        #expect(!packets.contains { $0.control == .ack && $0.payload == 0 },
+                "a bare ACK went out beside the answer: \(packets.map { "\($0.control) \($0.payload)" })")
+    }
+
     /// The iAP1 packets in what a core wrote.
     static func iap1Packets(_ outputs: [EndpointCore.Output]) -> [IAP1Packet] {
         let written: [UInt8] = outputs.flatMap { output -> [UInt8] in if case .write(let bytes) = output { bytes } else { [] } }

@@ -40,4 +40,37 @@ import IAPWire
         #expect(acknowledgements(device, after: handshake) == [0x11, 0x12], "the sender waited with a full window")
         #expect(device.delivered.map(\.bytes) == [[1], [2]])
     }
+
+    /// The fourth packet makes an acknowledgement due. Received with the
+    /// acknowledgement deferred, and answered before the turn ends, the
+    /// answer's data packet carries it: no bare ACK goes out.
+    @Test func anAnswerInTheSameTurnCarriesTheAcknowledgement() throws {
+        var device = try ScriptedLink.connectedDevice(proposal: LinkParameters(maximumCumulativeAcks: 4))
+        let handshake = device.packets.count
+        for (offset, sequence) in (UInt8(0x11)...0x13).enumerated() {
+            try device.receive(ScriptedLink.data(sequence, [UInt8(offset)]))
+        }
+        device.apply(device.link.receive(try ScriptedLink.data(0x14, [3]).encoded(), now: device.now, deferringAcknowledgement: true))
+        #expect(acknowledgements(device, after: handshake).isEmpty, "a bare ACK went out before the answer")
+        try device.send([0xA0])
+        device.apply(device.link.flushAcknowledgement(now: device.now))
+        let sent = device.packets.dropFirst(handshake)
+        #expect(acknowledgements(device, after: handshake).isEmpty, "a bare ACK went out beside the answer")
+        #expect(sent.map(\.payload) == [[0xA0]])
+        #expect(sent.first?.acknowledgement == 0x14, "the answer did not acknowledge the fourth packet")
+    }
+
+    /// Nothing answered in the turn: the deferred acknowledgement goes out
+    /// as a bare ACK when the turn ends, never later.
+    @Test func aDeferredAcknowledgementWithoutAnAnswerGoesOutAtTheTurnsEnd() throws {
+        var device = try ScriptedLink.connectedDevice(proposal: LinkParameters(maximumCumulativeAcks: 4))
+        let handshake = device.packets.count
+        for (offset, sequence) in (UInt8(0x11)...0x13).enumerated() {
+            try device.receive(ScriptedLink.data(sequence, [UInt8(offset)]))
+        }
+        device.apply(device.link.receive(try ScriptedLink.data(0x14, [3]).encoded(), now: device.now, deferringAcknowledgement: true))
+        #expect(acknowledgements(device, after: handshake).isEmpty)
+        device.apply(device.link.flushAcknowledgement(now: device.now))
+        #expect(acknowledgements(device, after: handshake) == [0x14])
+    }
 }
