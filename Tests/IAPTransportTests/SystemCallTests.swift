@@ -61,19 +61,46 @@ import Testing
     }
 
     @Test func writeAllFinishesAWriteThePipeTakesInParts() async throws {
-        // A pipe holds 64 KiB: a megabyte goes in many parts while it is read.
+        // A pipe holds 64 KiB, so a megabyte blocks in write(2) while it is
+        // read; a signal (its handler installed without SA_RESTART) then
+        // ends that write with the part written so far, and writeAll must
+        // go on from there.
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in SystemCallTests.signals.add(1, ordering: .relaxed) }
+        action.sa_flags = 0
+        var previous = sigaction()
+        #expect(sigaction(SIGUSR1, &action, &previous) == 0)
+        defer { sigaction(SIGUSR1, &previous, nil) }
+
         let (readEnd, writeEnd) = Self.pipe()
         defer { close(readEnd) }
         let bytes = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        let writer = Mutex<pthread_t?>(nil)
         let written = Mutex<Result<Void, Errno>?>(nil)
+        let done = Mutex(false)
         try DedicatedThread.start("system call test write") {
+            var unblocked = sigset_t()
+            sigemptyset(&unblocked)
+            sigaddset(&unblocked, SIGUSR1)
+            pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+            writer.withLock { $0 = pthread_self() }
             let result = SystemCall.writeAll(writeEnd, bytes)
-            close(writeEnd)
             written.withLock { $0 = result }
+            close(writeEnd)
+            // Alive until the test is done signalling it.
+            while !done.withLock({ $0 }) { usleep(1000) }
         }
+        defer { done.withLock { $0 = true } }
+        while writer.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        let thread = writer.withLock { $0! }
+        let before = Self.signals.load(ordering: .relaxed)
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 8192)
         while true {
+            // Interrupt the writer while it waits for room (it has not
+            // finished: the end of the pipe is not reached yet).
+            if written.withLock({ $0 }) == nil { pthread_kill(thread, SIGUSR1) }
+            try await Task.sleep(for: .microseconds(200))
             let read = chunk.withUnsafeMutableBytes { SystemCall.read(readEnd, into: $0) }
             guard case .success(let count) = read, count > 0 else {
                 #expect(read == .success(0), "the read ended with \(read)")
@@ -81,8 +108,12 @@ import Testing
             }
             received += chunk[..<count]
         }
-        #expect(received.count == bytes.count)
-        #expect(received == bytes)
+        #expect(Self.signals.load(ordering: .relaxed) > before, "no signal reached the writer")
+        #expect(received.count == bytes.count, "\(received.count) of \(bytes.count) bytes arrived")
+        // Compared here, not by #expect: a failing #expect would diff two
+        // megabytes, which takes minutes.
+        let same = received == bytes
+        #expect(same, "the bytes that arrived differ from those written")
         #expect(written.withLock { $0 }.map { (try? $0.get()) != nil } == true)
     }
 
