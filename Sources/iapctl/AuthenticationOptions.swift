@@ -3,6 +3,7 @@ import Foundation
 import IAPAuthentication
 import IAPEndpoint
 import IAPSession
+import Synchronization
 
 /// How each end authenticates: the phone verifies, the head unit signs.
 struct AuthenticationOptions: ParsableArguments {
@@ -26,8 +27,21 @@ struct AuthenticationOptions: ParsableArguments {
                                valueName: "directory"))
     var authenticationDir: String?
 
-    /// What an end of `kind` needs: the phone a verifier, the head unit an authenticator.
+    /// What an end of `kind` needs: the phone a verifier, the head unit an
+    /// authenticator. Read once per process and kept: every connection a
+    /// listener serves uses the same key, and a command that serves (a head
+    /// unit with its screen) asks before it accepts anything, so connections
+    /// that use up its descriptors cannot make the key unreadable later.
     func endpointAuthentication(for kind: EndKind) throws -> EndpointAuthentication {
+        let key = ReadAuthentication.Key(end: kind.linkRole == .device ? "device" : "accessory", auth: auth.rawValue, trustAnchors: trustAnchors,
+                                         authenticator: authenticator, authenticationDir: authenticationDir)
+        if let kept = ReadAuthentication.kept.withLock({ $0[key] }) { return kept }
+        let read = try readEndpointAuthentication(for: kind)
+        ReadAuthentication.kept.withLock { $0[key] = read }
+        return read
+    }
+
+    private func readEndpointAuthentication(for kind: EndKind) throws -> EndpointAuthentication {
         let policy: AuthenticationPolicy = auth == .on ? .required : .off
         switch kind.linkRole {
         case .device:
@@ -69,4 +83,17 @@ struct AuthenticationOptions: ParsableArguments {
         }
         throw CommandFailure(message: "--authenticator '\(authenticator)': write software, or i2c:/dev/i2c-N@0xADDRESS for the coprocessor")
     }
+}
+
+/// The authentications `AuthenticationOptions` has read in this process, by
+/// the options they were read with.
+private enum ReadAuthentication {
+    struct Key: Hashable {
+        var end: String
+        var auth: String
+        var trustAnchors: String?
+        var authenticator: String
+        var authenticationDir: String?
+    }
+    static let kept = Mutex<[Key: EndpointAuthentication]>([:])
 }

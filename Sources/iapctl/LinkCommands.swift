@@ -151,7 +151,7 @@ func serveAtOnce(_ kind: EndKind, listener: TCPListener, traceFile: TraceFile?, 
             }
             active += 1
             // The next accept waits until this one has its peer.
-            while !taken.isSet { try await Task.sleep(for: .milliseconds(20)) }
+            try await taken.wait()
         }
     }
 }
@@ -217,11 +217,53 @@ func linkStaysDown(on endpoint: MediaEndpoint, for limit: Duration, countingFrom
     return false
 }
 
-/// Set once, from any thread.
+/// Set once, from any thread; tasks can wait for it.
 final class OnceSet: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
+    private struct State {
+        var isSet = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+        /// Waiters cancelled before they were registered.
+        var cancelled: Set<Int> = []
+    }
+    private let state = Mutex(State())
+
+    func set() {
+        let waiters = state.withLock { state in
+            state.isSet = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var isSet: Bool { state.withLock { $0.isSet } }
+
+    /// Returns once set; throws `CancellationError` if the task is cancelled first.
+    func wait() async throws {
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.isSet || state.cancelled.remove(id) != nil { return true }
+                    state.waiters[id] = waiter
+                    return false
+                }
+                if resumeNow { waiter.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+                if !state.isSet { state.cancelled.insert(id) }
+                return nil
+            }
+            waiter?.resume()
+        }
+        if !isSet { throw CancellationError() }
+    }
 }
 
 struct ConnectionOutcome {
@@ -477,6 +519,8 @@ struct HeadUnit: AsyncParsableCommand {
 
     func run() async throws {
         logging.bootstrap()
+        // The key is read before the screen accepts connections (which take descriptors).
+        _ = try options.authentication.endpointAuthentication(for: .headUnit)
         var screen: HeadUnitScreen?
         if let ui { screen = try await startScreen(at: ui, allowRemote: uiAllowRemote) }
         if let mode = roleSwitching.roleSwitch {

@@ -214,6 +214,34 @@ import Testing
         process.waitUntilExit()
     }
 
+    /// A serving head unit reads its key once, before it listens: with the
+    /// key's directory replaced by a file afterwards, the next phone still
+    /// authenticates it. (It read the key per connection, after its screen
+    /// had accepted connections: a screen that used up its descriptors made
+    /// the key unreadable and ended the head unit.)
+    @Test func aServingHeadUnitReadsItsKeyOnceBeforeItListens() throws {
+        let directory = try Self.temporaryDirectory()
+        let keys = directory.appendingPathComponent("keys")
+        let port = try ServingTests.freePort()
+        let shell = Pipe()
+        let (headUnit, _, headUnitLog) = try Self.launch(["head-unit", "--transport", "tcp-listen:127.0.0.1:\(port)", "--authentication-dir", keys.path],
+                                                         input: shell, logsIn: directory, name: "head-unit")
+        defer { Self.stop(headUnit) }
+        try #require(Self.wait(seconds: 30, until: { Self.text(headUnitLog).contains("listening on") }), "\(Self.text(headUnitLog))")
+        try FileManager.default.removeItem(at: keys)
+        try Data("not a directory".utf8).write(to: keys)
+        // Two phones one after the other: each connection the head unit serves needs the key.
+        for number in 1...2 {
+            let (phone, _, _) = try Self.launch(["phone", "--transport", "tcp:127.0.0.1:\(port)"], input: FileHandle.nullDevice,
+                                                logsIn: directory, name: "phone\(number)")
+            defer { Self.stop(phone) }
+            let identified = Self.wait(seconds: 30, until: {
+                Self.text(headUnitLog).components(separatedBy: "session now identified").count > number
+            })
+            try #require(identified, "phone \(number): the head unit did not identify: \(Self.text(headUnitLog).suffix(2000))")
+        }
+    }
+
     /// A phone that dies mid-script: the head unit names the lines it did
     /// not run and exits 1, as its help says. It exited 0 and dropped them.
     @Test func aScriptWhosePhoneDiesNamesTheLinesNotRunAndFails() throws {
