@@ -51,11 +51,12 @@ let package = Package(
         // report becomes a TransportError through swift-system's Errno.
         .target(
             name: "IAPTransport",
-            dependencies: ["IAPLink", "IAPWire", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["IAPWire", .product(name: "SystemPackage", package: "swift-system")]
         ),
         // What runs over the link: the control channel (message reassembly,
-        // the diagnostic ping) and the phone and head-unit roles. Sans-IO.
-        .target(name: "IAPRoles", dependencies: ["IAPWire", "IAPLink"]),
+        // the diagnostic ping) and the phone and head-unit roles. Sans-IO;
+        // it takes the time as IAPWire's LinkInstant, not from the link.
+        .target(name: "IAPRoles", dependencies: ["IAPWire"]),
         // The whole session above one link, for either end: authentication,
         // identification, the media role, file transfer. Sans-IO; the
         // cryptography it needs is asked of the edge. What every runner drives.
@@ -63,7 +64,7 @@ let package = Package(
         // The phone's answer to a head unit that speaks only the legacy iAP1
         // (identification, authentication 2.0, the Extended Interface lingo),
         // served from the same app. Sans-IO, standard library only.
-        .target(name: "IAPLegacy", dependencies: ["IAPWire", "IAPLink", "IAPRoles", "IAPSession"]),
+        .target(name: "IAPLegacy", dependencies: ["IAPWire", "IAPRoles"]),
         // One whole link end as a sans-IO state machine: the link end, the
         // session and the legacy iAP1 phone, fed inputs and time, answering
         // with outputs and one deadline. What every runner drives.
@@ -85,7 +86,7 @@ let package = Package(
         // Hotplug: udev events read, devices matched, and the supervisor that
         // keeps one connection per plugged device. Sans-IO; the libudev and
         // libusb edges build on it.
-        .target(name: "IAPHotplug", dependencies: ["IAPLink", "IAPWire"]),
+        .target(name: "IAPHotplug", dependencies: ["IAPWire"]),
         // libedit, for the interactive head-unit shell only (line editing,
         // history, completion).
         .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
@@ -106,7 +107,6 @@ let package = Package(
             name: "IAPAuthentication",
             dependencies: [
                 "IAPWire",
-                "IAPSession",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -120,7 +120,7 @@ let package = Package(
         .target(
             name: "IAPKit",
             dependencies: [
-                "IAPEndpoint", "IAPSession", "IAPRoles", "IAPLink", "IAPTransport", "IAPUSB", "IAPAuthentication",
+                "IAPEndpoint", "IAPSession", "IAPRoles", "IAPLink", "IAPTransport", "IAPUSB", "IAPAuthentication", "IAPWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -130,7 +130,7 @@ let package = Package(
         .target(
             name: "IAPScreen",
             dependencies: [
-                "IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPTransport",
+                "IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPTransport", "IAPWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -151,7 +151,7 @@ let package = Package(
         .testTarget(name: "IAPTraceTests", dependencies: ["IAPTrace", "IAPWire"]),
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPDemo", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport", "IAPWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPLink", "IAPTransport"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPTransport", "IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPLegacyTests", dependencies: ["IAPLegacy", "IAPRoles", "IAPSession", "IAPWire", "IAPLink", "IAPDemo"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPDemo", "IAPRoles", "IAPLink", "IAPWire"]),
@@ -169,7 +169,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IAPScreenTests", dependencies: [
-            "IAPScreen", "IAPRoles", "IAPLink", "IAPSession",
+            "IAPScreen", "IAPRoles", "IAPLink", "IAPSession", "IAPWire",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "IAPKitTests", dependencies: ["IAPKit", "IAPRoles", "IAPTransport", "IAPAuthentication"]),

@@ -1,4 +1,4 @@
-import IAPSession
+import IAPWire
 
 /// The device end's checks for the connection core: the certificate read
 /// and reported, a fresh challenge made for its key, the response verified

@@ -5,6 +5,7 @@ import IAPSession
 import IAPTransport
 import Logging
 import Synchronization
+import IAPWire
 
 /// The session checked against another implementation in real time, with
 /// this project as either end: as the phone (device end) it checks an

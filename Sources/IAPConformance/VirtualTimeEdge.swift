@@ -4,6 +4,7 @@ import IAPAuthentication
 import IAPLink
 import IAPRoles
 import IAPSession
+import IAPWire
 
 /// The edge of connection cores run in virtual time (the simulator behind
 /// `demo` and `conformance`, the in-process pair behind the benchmarks):

@@ -1,5 +1,6 @@
 import IAPLink
 import IAPRoles
+import IAPWire
 
 /// The head unit's shell: a line in, role actions and text out.
 public struct HeadUnitShell: Sendable {

@@ -2,6 +2,7 @@ import IAPEndpoint
 import IAPLink
 import IAPRoles
 import IAPTransport
+import IAPWire
 
 /// Head-unit events in words, for transcripts, logs and the shell.
 public enum MediaEventText {

@@ -4,6 +4,7 @@ import IAPRoles
 import IAPSession
 import IAPTransport
 import Synchronization
+import IAPWire
 
 extension SampleApp: MediaApp {}
 

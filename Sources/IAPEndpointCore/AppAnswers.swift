@@ -1,4 +1,5 @@
 import IAPLink
+import IAPWire
 
 extension EndpointCore {
     /// Handles `input`, then gives the core what the app answers without

@@ -1,5 +1,6 @@
 import IAPLink
 import IAPRoles
+import IAPWire
 
 /// The app a phone endpoint serves: what the endpoint core asks of it
 /// (content to load, what is playing, commands, a pause when the head unit

@@ -1,4 +1,4 @@
-import IAPLink
+import IAPWire
 
 /// Turns hotplug events and transport and link signals into one connection
 /// per plugged device, sans-IO.

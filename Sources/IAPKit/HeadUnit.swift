@@ -7,6 +7,7 @@ import IAPTransport
 import Foundation
 import Logging
 import Synchronization
+import IAPWire
 
 /// The head-unit (car) end of a connection to a phone, for app code: browse
 /// the phone app's content tree page by page, play an item, send commands

@@ -6,6 +6,7 @@ import IAPRoles
 import IAPSession
 import IAPTransport
 import Logging
+import IAPWire
 
 /// An app's content, as a car's screen browses it: tabs at the root,
 /// containers whose children are fetched only when opened, page by page.

@@ -1,6 +1,4 @@
-import IAPLink
 import IAPRoles
-import IAPSession
 import IAPWire
 
 /// The phone's answer to a head unit that speaks only the legacy iPod

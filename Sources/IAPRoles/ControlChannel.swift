@@ -1,5 +1,4 @@
 import IAPWire
-import IAPLink
 
 /// A control message that was started and will not be finished: its bytes
 /// were dropped and the channel resynchronised after its first byte.

@@ -1,4 +1,4 @@
-import IAPLink
+import IAPWire
 
 /// The head-unit end of the media protocol, sans-IO: it browses the phone's
 /// content tree page by page (with loading, failure and retry states),

@@ -1,4 +1,3 @@
-import IAPLink
 import IAPWire
 
 /// The phone end of the media protocol, sans-IO: browse requests are

@@ -9,6 +9,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
+import IAPWire
 
 /// The head unit's screen in a browser: a page at `http://HOST:PORT/` that
 /// shows what the head-unit role knows (tabs, lists, now playing, buttons,

@@ -1,5 +1,6 @@
 import IAPLink
 import IAPRoles
+import IAPWire
 
 /// A tap on the page, sent as JSON over the WebSocket, and the role action
 /// it is: the same actions the shell takes.

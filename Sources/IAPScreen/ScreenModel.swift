@@ -1,6 +1,7 @@
 import IAPLink
 import IAPRoles
 import IAPSession
+import IAPWire
 
 /// What the page shows, as JSON: a snapshot of what the head-unit role knows,
 /// sent to every browser whenever it changes. The page keeps no state of its

@@ -1,6 +1,6 @@
 import Dispatch
-import IAPLink
 import Synchronization
+import IAPWire
 
 /// A timer that fires at a deadline, set from any thread.
 ///

@@ -1,4 +1,4 @@
-import IAPLink
+import IAPWire
 
 /// A small, fast, seedable generator (SplitMix64): the same seed gives the
 /// same faults on every machine.

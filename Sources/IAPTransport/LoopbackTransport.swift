@@ -1,6 +1,6 @@
 import Dispatch
-import IAPLink
 import Synchronization
+import IAPWire
 
 /// Two transports joined by an in-memory wire, each direction with its own
 /// seeded faults (loss, duplication, reordering, corruption, delay, jitter,

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import IAPLink
+import IAPWire
 
 /// The monotonic clock, read only at the edge and handed to the link as a
 /// `LinkInstant`.

@@ -1,4 +1,3 @@
-import IAPLink
 
 /// What a transport reports.
 public enum TransportEvent: Sendable {

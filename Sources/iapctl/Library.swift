@@ -11,6 +11,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import IAPWire
 
 struct Library: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

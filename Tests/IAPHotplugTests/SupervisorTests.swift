@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import IAPHotplug
 import IAPLink
+import IAPWire
 
 let iPhone = USBDeviceInfo(syspath: "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-2", bus: 1, address: 5, vendorID: 0x05AC, productID: 0x12A8)
 let rig = USBDeviceInfo(syspath: "/sys/devices/platform/dummy_hcd.0/usb3/3-1", bus: 3, address: 2, vendorID: 0x1209, productID: 0x0001)

@@ -1,6 +1,7 @@
 import Testing
 import IAPConformance
 import IAPLink
+import IAPWire
 import IAPTransport
 
 /// A virtual-time simulation that runs out of its step budget, or whose

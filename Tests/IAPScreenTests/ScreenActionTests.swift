@@ -3,6 +3,7 @@ import Testing
 @testable import IAPScreen
 import IAPLink
 import IAPRoles
+import IAPWire
 
 /// Taps from the page: each JSON action decodes to the role action it names,
 /// with its value; anything else is refused, never guessed.

@@ -3,6 +3,7 @@ import IAPLink
 import IAPRoles
 @testable import IAPScreen
 import Testing
+import IAPWire
 
 /// The screen's Library tab: the list the head unit has open in the phone's
 /// media library, moved and played from by the page's actions.

@@ -1,6 +1,9 @@
-/// A point in time as the link sees it: nanoseconds since an origin the
-/// caller chooses. The link never reads a clock; the driver at the edge
-/// passes the current instant into every call, so tests own time completely.
+/// A point in time as the sans-IO state machines see it (the link, the
+/// session, the roles, the hotplug supervisor): nanoseconds since an origin
+/// the caller chooses. No state machine reads a clock; the driver at the
+/// edge passes the current instant into every call, so tests own time
+/// completely. It lives here, in the lowest module, so that every layer can
+/// take the time without depending on the link.
 public struct LinkInstant: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var nanoseconds: Int64
 
@@ -26,10 +29,10 @@ public struct LinkInstant: Hashable, Comparable, Sendable, CustomStringConvertib
 
 extension Duration {
     /// The duration in whole nanoseconds (saturating far beyond any link timer).
-    var nanosecondsValue: Int64 {
+    package var nanosecondsValue: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
-    var wholeMilliseconds: Int { Int(nanosecondsValue / 1_000_000) }
+    package var wholeMilliseconds: Int { Int(nanosecondsValue / 1_000_000) }
 }
