@@ -94,6 +94,15 @@ public final class MediaEndpoint: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     /// Touched only by the thread handling inputs.
     private var core: EndpointCore
+    /// What the inputs handled since the inbox was last found empty wrote,
+    /// when the transport takes several link packets in one write: it goes
+    /// out in one write before the handling thread lets the inbox go (or
+    /// once it reaches `coalescedWriteLimit`), so that a bare
+    /// acknowledgement and the data the next input sends leave together and
+    /// the peer wakes once for them. Touched only by the thread handling inputs.
+    private var unwritten: [UInt8] = []
+    /// Bytes held for one write at most.
+    static let coalescedWriteLimit = 64 * 1024
     private let status = Mutex(Status())
     private struct Hooks {
         var stopWhen: (@Sendable (Status) -> Bool)?
@@ -308,21 +317,29 @@ public final class MediaEndpoint: @unchecked Sendable {
     }
 
     /// Handles `batch` on this thread, the inbox held, then whatever
-    /// arrived meanwhile, until the inbox is empty; then lets it go.
+    /// arrived meanwhile, until the inbox is empty; then lets it go and
+    /// sets the timer at the core's deadline as the last input left it.
+    /// Once, not after every input: a ping's answer makes an acknowledgement
+    /// due and the next ping, sent from its handler, carries it; armed in
+    /// between, the timer would be moved (a system call and a wake-up of
+    /// libdispatch's timer thread) for a deadline already gone.
     private func handle(_ batch: [EndpointCore.Input], stopped: Bool) {
         var batch = batch
         var stopped = stopped
+        var deadline: LinkInstant?
+        defer { if !stopped { timer.schedule(at: deadline) } }
         while !batch.isEmpty {
             for input in batch {
                 if stopped {
                     // After the stop only `close`'s RST still goes out; the
                     // endpoint stays as it was when it stopped.
                     if case .reset = input {
+                        writeUnwritten()
                         for case .write(let bytes) in core.handle(input, now: MonotonicClock.now()) { transport.write(bytes) }
                     }
                     continue
                 }
-                handle(input)
+                deadline = handle(input)
                 let closed = if case .transportClosed = input { true } else { false }
                 if closed || hooks.withLock({ $0.stopWhen })?(current) == true {
                     stop()
@@ -331,10 +348,33 @@ public final class MediaEndpoint: @unchecked Sendable {
             }
             batch = inbox.withLock { inbox in
                 defer { inbox.pending = [] }
+                return inbox.pending
+            }
+            guard batch.isEmpty else { continue }
+            // Written while this thread still handles: whoever handles next writes after it.
+            writeUnwritten()
+            batch = inbox.withLock { inbox in
+                defer { inbox.pending = [] }
                 if inbox.pending.isEmpty { inbox.handling = false }
                 return inbox.pending
             }
         }
+    }
+
+    /// Writes `bytes` now, or with what the next inputs write when the transport takes them together.
+    private func write(_ bytes: [UInt8]) {
+        guard core.configuration.coalescesWrites else {
+            transport.write(bytes)
+            return
+        }
+        if unwritten.isEmpty { unwritten = bytes } else { unwritten.append(contentsOf: bytes) }
+        if unwritten.count >= Self.coalescedWriteLimit { writeUnwritten() }
+    }
+
+    private func writeUnwritten() {
+        guard !unwritten.isEmpty else { return }
+        transport.write(unwritten)
+        unwritten = []
     }
 
     /// Lets `run` return; inputs are dropped from now on. Called by the handling thread.
@@ -354,12 +394,12 @@ public final class MediaEndpoint: @unchecked Sendable {
         for runner in runners { runner.resume() }
     }
 
-    private func handle(_ input: EndpointCore.Input) {
+    /// Handles one input; gives the core's next deadline after it.
+    private func handle(_ input: EndpointCore.Input) -> LinkInstant? {
         let now = MonotonicClock.now()
-        if core.legacy != nil { core.unwrittenBytes = transport.queuedWriteBytes }
+        if core.legacy != nil { core.unwrittenBytes = transport.queuedWriteBytes + unwritten.count }
         carryOut(core.handle(input, now: now, answeringFor: app), now: now)
-        let deadline = Self.takeStatus(of: &core, into: status, headUnit: kind == .headUnit)
-        timer.schedule(at: deadline)
+        return Self.takeStatus(of: &core, into: status, headUnit: kind == .headUnit)
     }
 
     /// Copies what other threads read of the core into `status`, and gives
@@ -414,7 +454,7 @@ public final class MediaEndpoint: @unchecked Sendable {
             switch output {
             case .write(let bytes):
                 probeHooks?.onWrite?(bytes)
-                transport.write(bytes)
+                write(bytes)
             case .link(let event):
                 probeHooks?.onLinkEvent?(event)
                 describe(event)

@@ -49,11 +49,11 @@ struct Ping: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let (transport, other) = try options.open(as: .pinger)
-        let answers = AnswerBox()
         let end = MediaEndpoint(kind: .pinger, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .pinger),
                                 logger: Logger(label: "ping"))
+        let run = PingRun(end: end, count: count, size: size, timeout: timeout, printsEach: json ? nil : (count <= 20 ? 1 : max(1, count / 10)))
         end.onUnhandledMessage { message in
-            if let sequence = DiagnosticPing.sequence(ofAnswer: message) { answers.deliver(sequence, at: MonotonicClock.now()) }
+            if let sequence = DiagnosticPing.sequence(ofAnswer: message) { run.answered(sequence, at: MonotonicClock.now()) }
         }
         // The accessory sends nothing but authentication until the phone
         // says it succeeded (or skips it): pings are timed from then on.
@@ -65,7 +65,7 @@ struct Ping: AsyncParsableCommand {
         let responderAuthentication = try options.authentication.endpointAuthentication(for: .responder)
         let responder = other.map { MediaEndpoint(kind: .responder, transport: $0, authentication: responderAuthentication, logger: .discarding("endpoint")) }
         let (rtts, lost) = try await whileRunning(end, counterpart: responder) {
-            try await pings(over: end, answers: answers, session: session)
+            try await pings(over: end, run: run, session: session)
         }
         let sorted = rtts.sorted()
         func percentile(_ p: Double) -> Double {
@@ -89,9 +89,9 @@ struct Ping: AsyncParsableCommand {
         if rtts.isEmpty { throw ExitCode(1) }
     }
 
-    /// Waits for the link, then sends the pings one at a time; the round
-    /// trips of those answered, and how many were not.
-    private func pings(over end: MediaEndpoint, answers: AnswerBox, session: SessionWatch) async throws -> (rtts: [Double], lost: Int) {
+    /// Waits for the link, then runs the pings; the round trips of those
+    /// answered, and how many were not.
+    private func pings(over end: MediaEndpoint, run: PingRun, session: SessionWatch) async throws -> (rtts: [Double], lost: Int) {
         // Wait for the link, and for authentication to be behind it.
         let start = MonotonicClock.now()
         while !end.isUp || !session.isOpen {
@@ -110,43 +110,12 @@ struct Ping: AsyncParsableCommand {
         }
         // The phone side sends StartIdentification first; pings do not wait for it.
         // A link that goes down (the phone killed, a burst loss it did not
-        // survive) ends the run at once: a ping waiting for its answer is
-        // given up on, and none is sent after it.
-        let watch = Task {
-            while !Task.isCancelled {
-                if end.transportError != nil || !end.isUp {
-                    answers.abandon()
-                    return
-                }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
+        // survive) ends the run at once.
+        let outcome = await run.run()
+        if outcome.abandoned {
+            throw CommandFailure(message: linkLostText(end, after: outcome.rtts.count, lost: outcome.lost))
         }
-        defer { watch.cancel() }
-        var rtts: [Double] = []
-        var lost = 0
-        for sequence in 1...count {
-            if answers.isAbandoned {
-                throw CommandFailure(message: linkLostText(end, after: rtts.count, lost: lost))
-            }
-            // Built before the clock starts: the round trip is what is timed.
-            let request = DiagnosticPing.request(sequence: UInt32(sequence), size: size)
-            answers.expect(UInt32(sequence))
-            let sent = MonotonicClock.now()
-            end.sendFromOutside(request)
-            if let answeredAt = await answers.answer(UInt32(sequence), within: timeout) {
-                let milliseconds = Double(answeredAt.nanoseconds - sent.nanoseconds) / 1e6
-                rtts.append(milliseconds)
-                if !json && (count <= 20 || sequence % max(1, count / 10) == 0) {
-                    Console.result("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
-                }
-            } else if answers.isAbandoned {
-                throw CommandFailure(message: linkLostText(end, after: rtts.count, lost: lost))
-            } else {
-                lost += 1
-                if !json { Console.result("ping", "seq=\(sequence): no answer within \(timeout) s") }
-            }
-        }
-        return (rtts, lost)
+        return (outcome.rtts, outcome.lost)
     }
 
     /// Why the pings stopped: the link or its transport ended.
@@ -156,81 +125,128 @@ struct Ping: AsyncParsableCommand {
     }
 }
 
-/// Answer times by sequence number, shared between the session's event loop
-/// and the pinging task, which waits for each answer without polling. Only
-/// expected sequence numbers are recorded. One watchdog timer, started once,
-/// gives up on answers that did not come in time: nothing is armed per ping.
-final class AnswerBox: Sendable {
-    private struct Waiter {
-        let continuation: CheckedContinuation<LinkInstant?, Never>
+/// The pings, one at a time. Each answer is taken on the thread that read
+/// it, which records the round trip and sends the next ping there and then,
+/// as the raw echo's client writes again on the thread its read returned on:
+/// between an answer and the next ping there is no hand-off to another
+/// thread. One watchdog timer, started once, gives up on an answer that did
+/// not come in time (the next ping follows) and on a link that went away
+/// (the run ends at once, none sent after it); nothing is armed per ping.
+final class PingRun: Sendable {
+    struct Outcome {
+        var rtts: [Double] = []
+        var lost = 0
+        /// The link or its transport went away before the last answer.
+        var abandoned = false
+    }
+    private struct Outstanding {
+        let sequence: UInt32
+        let sent: LinkInstant
         let giveUpAt: LinkInstant
     }
     private struct State {
-        var expected: Set<UInt32> = []
-        var answered: [UInt32: LinkInstant] = [:]
-        var waiters: [UInt32: Waiter] = [:]
-        var abandoned = false
+        var nextSequence = 1
+        var outstanding: Outstanding?
+        var outcome = Outcome()
+        var finished = false
+        var waiter: CheckedContinuation<Outcome, Never>?
     }
+    private let end: MediaEndpoint
+    private let count: Int
+    private let size: Int
+    private let timeout: Double
+    /// Every how many pings a text line is printed; nil: none (JSON).
+    private let printsEach: Int?
     private let state = Mutex(State())
     private let watchdog: DispatchSourceTimerBox
 
-    init() {
+    init(end: MediaEndpoint, count: Int, size: Int, timeout: Double, printsEach: Int?) {
+        self.end = end
+        self.count = count
+        self.size = size
+        self.timeout = timeout
+        self.printsEach = printsEach
         watchdog = DispatchSourceTimerBox(every: .milliseconds(50))
-        watchdog.start { [weak self] in
-            guard let self else { return }
-            let now = MonotonicClock.now()
-            let expired = state.withLock { table -> [Waiter] in
-                let due = table.waiters.filter { $0.value.giveUpAt <= now }
-                for sequence in due.keys {
-                    table.waiters[sequence] = nil
-                    table.expected.remove(sequence)
-                }
-                return Array(due.values)
-            }
-            for waiter in expired { waiter.continuation.resume(returning: nil) }
-        }
     }
 
     deinit { watchdog.cancel() }
 
-    func expect(_ sequence: UInt32) { state.withLock { _ = $0.expected.insert(sequence) } }
-
-    /// Whether the link went away: waits end at once and return nil.
-    var isAbandoned: Bool { state.withLock { $0.abandoned } }
-
-    /// Gives up on every answer, waiting or to come.
-    func abandon() {
-        let waiters = state.withLock { table -> [Waiter] in
-            table.abandoned = true
-            defer { table.waiters = [:] }
-            return Array(table.waiters.values)
+    /// Sends the first ping and returns once every ping was answered or
+    /// given up on, or the link went away.
+    func run() async -> Outcome {
+        watchdog.start { [weak self] in self?.check() }
+        return await withCheckedContinuation { (waiter: CheckedContinuation<Outcome, Never>) in
+            state.withLock { $0.waiter = waiter }
+            sendNext()
         }
-        for waiter in waiters { waiter.continuation.resume(returning: nil) }
     }
 
-    func deliver(_ sequence: UInt32, at instant: LinkInstant) {
-        let waiter = state.withLock { table -> Waiter? in
-            guard table.expected.remove(sequence) != nil else { return nil }
-            if let waiter = table.waiters.removeValue(forKey: sequence) { return waiter }
-            table.answered[sequence] = instant
-            return nil
+    /// The answer to `sequence` arrived at `instant` (on the reading thread).
+    func answered(_ sequence: UInt32, at instant: LinkInstant) {
+        let milliseconds = state.withLock { state -> Double? in
+            guard !state.finished, let outstanding = state.outstanding, outstanding.sequence == sequence else { return nil }
+            state.outstanding = nil
+            let milliseconds = Double(instant.nanoseconds - outstanding.sent.nanoseconds) / 1e6
+            state.outcome.rtts.append(milliseconds)
+            return milliseconds
         }
-        waiter?.continuation.resume(returning: instant)
+        guard let milliseconds else { return }
+        if let printsEach, Int(sequence) % printsEach == 0 {
+            Console.result("ping", "seq=\(sequence) size=\(size) time=\(millisecondsText(milliseconds)) ms")
+        }
+        sendNext()
     }
 
-    /// When the answer to `sequence` arrived, waiting up to `timeout`
-    /// seconds for it; nil when it did not.
-    func answer(_ sequence: UInt32, within timeout: Double) async -> LinkInstant? {
-        let giveUpAt = MonotonicClock.now() + .nanoseconds(Int64(timeout * 1e9))
-        return await withCheckedContinuation { (continuation: CheckedContinuation<LinkInstant?, Never>) in
-            let early = state.withLock { table -> LinkInstant?? in
-                if let instant = table.answered.removeValue(forKey: sequence) { return .some(instant) }
-                if table.abandoned { return .some(nil) }
-                table.waiters[sequence] = Waiter(continuation: continuation, giveUpAt: giveUpAt)
-                return nil
-            }
-            if let early { continuation.resume(returning: early) }
+    /// Sends the next ping, or ends the run after the last.
+    private func sendNext() {
+        let sequence = state.withLock { state -> Int? in
+            guard !state.finished, state.outstanding == nil, state.nextSequence <= count else { return nil }
+            defer { state.nextSequence += 1 }
+            return state.nextSequence
         }
+        guard let sequence else {
+            finish(abandoned: false)
+            return
+        }
+        // Built before the clock starts: the round trip is what is timed.
+        let request = DiagnosticPing.request(sequence: UInt32(sequence), size: size)
+        let sent = MonotonicClock.now()
+        state.withLock { $0.outstanding = Outstanding(sequence: UInt32(sequence), sent: sent, giveUpAt: sent + .nanoseconds(Int64(timeout * 1e9))) }
+        end.sendFromOutside(request)
+    }
+
+    /// The watchdog: a link gone ends the run; an answer past its time is lost.
+    private func check() {
+        if end.transportError != nil || !end.isUp {
+            finish(abandoned: true)
+            return
+        }
+        let now = MonotonicClock.now()
+        let expired = state.withLock { state -> UInt32? in
+            guard !state.finished, let outstanding = state.outstanding, outstanding.giveUpAt <= now else { return nil }
+            state.outstanding = nil
+            state.outcome.lost += 1
+            return outstanding.sequence
+        }
+        guard let expired else { return }
+        if printsEach != nil { Console.result("ping", "seq=\(expired): no answer within \(timeout) s") }
+        sendNext()
+    }
+
+    /// Ends the run once (all pings done, or abandoned) and wakes `run`.
+    private func finish(abandoned: Bool) {
+        let ended = state.withLock { state -> (CheckedContinuation<Outcome, Never>, Outcome)? in
+            guard !state.finished, let waiter = state.waiter else { return nil }
+            // With every ping sent, only the last one's answer or loss ends the run.
+            if !abandoned && state.outstanding != nil { return nil }
+            state.finished = true
+            state.outcome.abandoned = abandoned
+            state.waiter = nil
+            return (waiter, state.outcome)
+        }
+        guard let (waiter, outcome) = ended else { return }
+        watchdog.cancel()
+        waiter.resume(returning: outcome)
     }
 }
 
