@@ -261,6 +261,21 @@ import Testing
         #expect(errors.contains("error: the connection ended (") && errors.contains("before the shell's input did; not run: 'ls', 'np'"), "\(errors)")
     }
 
+    /// Every ping is answered and timed, each sent as the previous answer
+    /// arrives; the JSON names the figures, the text says each round trip.
+    @Test func pingTimesEveryRoundTrip() throws {
+        let json = try Self.run(["ping", "--count", "40", "--size", "1000", "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let figures = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
+        #expect(figures["sent"] as? Int == 40 && figures["received"] as? Int == 40 && figures["size"] as? Int == 1000, "\(figures)")
+        #expect((figures["median_ms"] as? Double ?? 0) > 0 && (figures["max_ms"] as? Double ?? 0) >= (figures["min_ms"] as? Double ?? 1), "\(figures)")
+        let text = try Self.run(["ping", "--count", "5"])
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n")
+        #expect(lines.filter { $0.contains("ping: seq=") }.count == 5, "\(text.stdout)")
+        #expect(lines.last?.hasPrefix("5 sent, 5 received, 0 lost; round trip min") == true, "\(text.stdout)")
+    }
+
     /// A phone killed mid-run ends the pings at once, saying why, with
     /// status 1 (each ping used to wait out its timeout, for minutes).
     @Test func pingStopsWhenItsPhoneDies() throws {
