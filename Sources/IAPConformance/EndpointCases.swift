@@ -15,7 +15,7 @@ extension ConformanceCase {
         // Authentication off: a phone that verifies serves no media to a head unit that has not authenticated.
         let edge = VirtualTimeEdge(app: SampleApp())
         var peer = ScriptedPeer(edge: edge, core: edge.phoneCore(link: LinkConfiguration(role: .device, answersIAP1: true),
-                                                                 Connection.Configuration(role: .phone, authentication: .off)))
+                                                                 Connection.Configuration(role: .device, authentication: .off)))
         peer.start()
         // IdentifyDeviceLingoes: General and Extended Interface, no authentication.
         let identified = peer.ask(0, 0x13, [0, 0, 0, 0x11, 0, 0, 0, 0, 0, 0, 0, 0], answer: (0, 0x02))

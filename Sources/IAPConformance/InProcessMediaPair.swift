@@ -34,7 +34,7 @@ public struct InProcessMediaPair: Sendable {
         headUnitCore = EndpointCore(
             configuration: EndpointCore.Configuration(link: LinkConfiguration(role: .accessory, parameters: parameters, skipDetect: true,
                                                                               keepAliveInterval: nil, silenceLimit: nil)),
-            connection: Connection(.init(role: .headUnit)), app: nil)
+            connection: Connection(.init(role: .accessory)), app: nil)
         serve(phoneCore.handle(.start, now: now), from: .device)
         serve(headUnitCore.handle(.start, now: now), from: .accessory)
     }

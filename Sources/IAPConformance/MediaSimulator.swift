@@ -65,8 +65,8 @@ public struct MediaSimulator: Sendable {
     private var started = false
 
     public init(app: SampleApp = SampleApp(), feedback: Bool = false, faults: WireFaults = .none, seed: UInt64 = 1,
-                limits: HeadUnitLimits = .audioApps, phone: Connection.Configuration = .init(role: .phone),
-                headUnit: Connection.Configuration = .init(role: .headUnit)) {
+                limits: HeadUnitLimits = .audioApps, phone: Connection.Configuration = .init(role: .device),
+                headUnit: Connection.Configuration = .init(role: .accessory)) {
         edge = VirtualTimeEdge(app: app)
         var parameters = LinkParameters(maximumPacketLength: 1024, retransmitTimeout: .milliseconds(300),
                                         cumulativeAckTimeout: .milliseconds(30), maximumRetransmissions: 30)

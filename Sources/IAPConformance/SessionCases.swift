@@ -65,7 +65,7 @@ extension ConformanceCase {
     static let sessionIdentificationCorrected = ConformanceCase(name: "session-identification-corrected", purpose: "an identification missing a parameter is rejected naming it; a corrected one is accepted") { s in
         var incomplete = AccessoryIdentity.devKitHeadUnit
         incomplete.supportedLanguages = []
-        var sim = s.startSession(headUnit: Connection.Configuration(role: .headUnit, identity: incomplete))
+        var sim = s.startSession(headUnit: Connection.Configuration(role: .accessory, identity: incomplete))
         sim.start()
         sim.run(for: .seconds(2))
         let phone = sim.sentMessageIDs[.device] ?? []
@@ -83,7 +83,7 @@ extension ConformanceCase {
         var identity = AccessoryIdentity.devKitHeadUnit
         let queueResponse = MessageID.queueResponse
         identity.messagesReceived.removeAll { $0 == queueResponse }
-        var sim = s.startSession(headUnit: Connection.Configuration(role: .headUnit, identity: identity))
+        var sim = s.startSession(headUnit: Connection.Configuration(role: .accessory, identity: identity))
         s.expect(sim.connect(within: .seconds(10)), "the session did not reach media")
         // The phone must not answer with a message the accessory cannot receive.
         sim.headUnitDoes("open up next") { $0.requestQueue(now: $1) }
@@ -101,7 +101,7 @@ extension ConformanceCase {
 
 extension Scenario {
     /// A session simulation for this case's seed.
-    func startSession(headUnit: Connection.Configuration = .init(role: .headUnit)) -> MediaSimulator {
+    func startSession(headUnit: Connection.Configuration = .init(role: .accessory)) -> MediaSimulator {
         var sim = MediaSimulator(seed: seed, headUnit: headUnit)
         sim.stepBudget = stepBudget
         return sim

@@ -86,7 +86,7 @@ public struct VirtualTimeEdge: Sendable {
 
     /// A phone's endpoint core over `link` serving the sample app, its now
     /// playing read from it (and to an iAP1 head unit when `link` answers iAP1).
-    public func phoneCore(link: LinkConfiguration, _ configuration: Connection.Configuration = .init(role: .phone), feedback: Bool = false,
+    public func phoneCore(link: LinkConfiguration, _ configuration: Connection.Configuration = .init(role: .device), feedback: Bool = false,
                           coalescesWrites: Bool = true) -> EndpointCore {
         var commands = app.commandCenter()
         if feedback { app.registerFeedback(&commands) }

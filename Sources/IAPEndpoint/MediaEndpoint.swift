@@ -146,7 +146,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     public convenience init(linkProbe transport: Transport, link: LinkConfiguration, logger: Logger = .discarding("link probe")) {
         self.init(kind: link.role == .device ? .responder : .pinger, transport: transport, app: nil, authentication: .off, logger: logger,
                   core: EndpointCore(configuration: EndpointCore.Configuration(link: link, probesLink: true),
-                                     connection: Connection(Connection.Configuration(role: link.role == .device ? .phone : .headUnit)), app: nil))
+                                     connection: Connection(Connection.Configuration(role: link.role)), app: nil))
     }
 
     private init(kind: EndKind, transport: Transport, app: (any MediaApp)?, authentication: EndpointAuthentication, logger: Logger, core: EndpointCore) {

@@ -240,7 +240,7 @@ public struct EndpointCore: Sendable {
         let servesLegacy = kind == .phone && app != nil
         let phone = PhoneMediaRole(appName: app?.appName ?? "", commands: app?.commandCenter() ?? RemoteCommandCenter(),
                                    offersContent: kind == .phone && app?.offersContent == true, library: kind == .phone ? app?.mediaLibrary : nil)
-        let connection = Connection(Connection.Configuration(role: kind.linkRole == .device ? .phone : .headUnit, authentication: authentication),
+        let connection = Connection(Connection.Configuration(role: kind.linkRole, authentication: authentication),
                                     phone: phone, headUnit: HeadUnitMediaRole(limits: headUnitLimits, syncsMediaLibrary: kind == .headUnit, mediaLibraries: mediaLibraries),
                                     readsNowPlaying: kind == .phone && app != nil)
         self.init(configuration: Configuration(link: LinkConfiguration(role: kind.linkRole, answersIAP1: servesLegacy), coalescesWrites: coalescesWrites),

@@ -13,16 +13,12 @@ import IAPWire
 /// Every runner (real time, virtual time, the in-process pair) drives this
 /// one type, so the sequence a demo shows is the sequence the product runs.
 public struct Connection: Sendable {
-    public enum Role: Hashable, Sendable {
-        /// The device end: asks for authentication, then identification,
-        /// then serves the media app.
-        case phone
-        /// The accessory end: authenticates, identifies, then browses.
-        case headUnit
-    }
-
     public struct Configuration: Sendable {
-        public var role: Role
+        /// `.device`, the phone: asks for authentication, then
+        /// identification, then serves the media app. `.accessory`, the
+        /// head unit: authenticates, identifies, then browses. The link's
+        /// own role type: one end is one role at every layer.
+        public var role: LinkRole
         /// Phone: whether to authenticate the accessory.
         public var authentication: AuthenticationPolicy
         /// How long each step of authentication and identification may take.
@@ -30,7 +26,7 @@ public struct Connection: Sendable {
         /// Head unit: what it identifies as.
         public var identity: AccessoryIdentity
 
-        public init(role: Role, authentication: AuthenticationPolicy = .required, stepTimeout: Duration = .seconds(10),
+        public init(role: LinkRole, authentication: AuthenticationPolicy = .required, stepTimeout: Duration = .seconds(10),
                     identity: AccessoryIdentity = .devKitHeadUnit) {
             self.role = role
             self.authentication = authentication
@@ -217,7 +213,7 @@ public struct Connection: Sendable {
         queuedFiles = []
         fileReceiver = FileTransferReceiver()
         switch configuration.role {
-        case .phone:
+        case .device:
             switch configuration.authentication {
             case .required:
                 setStage(.authenticating)
@@ -226,7 +222,7 @@ public struct Connection: Sendable {
                 log("authentication is off (--auth off): identifying the accessory without it")
                 startIdentification(now: now)
             }
-        case .headUnit:
+        case .accessory:
             setStage(.authenticating)
             stallDeadline = now + configuration.stepTimeout
         }
@@ -259,11 +255,11 @@ public struct Connection: Sendable {
         awaitingNowPlaying.removeAll()
         queuedFiles = []
         switch configuration.role {
-        case .phone:
+        case .device:
             for output in phoneIdentification.linkDown() { roleOutput(output) }
             accessory = nil
             if phone.isConnected { phoneOutputs(phone.disconnect(now: now)) }
-        case .headUnit:
+        case .accessory:
             headIdentification.linkDown()
             headUnit.disconnect()
         }
@@ -297,8 +293,8 @@ public struct Connection: Sendable {
         completions.removeAll { $0.at <= now }
         if isMediaConnected {
             switch configuration.role {
-            case .phone: phoneOutputs(phone.tick(now: now))
-            case .headUnit: headUnitOutputs(headUnit.tick(now: now), now: now)
+            case .device: phoneOutputs(phone.tick(now: now))
+            case .accessory: headUnitOutputs(headUnit.tick(now: now), now: now)
             }
         }
         return take(now)
@@ -385,7 +381,7 @@ public struct Connection: Sendable {
     /// Phone: whether a media library sync has its next message ready for
     /// when the link has room (`sendMore`). The driver asks after each input.
     public var wantsToSend: Bool {
-        configuration.role == .phone && controlSession != nil && phone.hasLibraryMessage
+        configuration.role == .device && controlSession != nil && phone.hasLibraryMessage
             && queuedFiles.count < Self.maximumQueuedPlaylistTransfers
     }
 
@@ -421,7 +417,7 @@ public struct Connection: Sendable {
         }
         let name = Self.name(message.id)
         switch configuration.role {
-        case .phone:
+        case .device:
             if MessageID.authentication.contains(message.id) {
                 guard deviceAuthentication.isActive else {
                     emit(.problem("the accessory sent \(name) outside authentication; ignored"))
@@ -462,7 +458,7 @@ public struct Connection: Sendable {
             }
             guard let typed = typed(message) else { return }
             phoneOutputs(phone.receive(typed, now: now))
-        case .headUnit:
+        case .accessory:
             if MessageID.authentication.contains(message.id) {
                 stallDeadline = nil
                 accessoryOutputs(accessoryAuthentication.received(message))
@@ -503,7 +499,7 @@ public struct Connection: Sendable {
         } catch {
             emit(.problem("malformed \(Self.name(message.id)): \(error.detail)"))
             // The phone still answers a request it could not read.
-            if configuration.role == .phone { phoneOutputs(phone.receiveMalformed(message, error)) }
+            if configuration.role == .device { phoneOutputs(phone.receiveMalformed(message, error)) }
             return nil
         }
     }
@@ -523,7 +519,7 @@ public struct Connection: Sendable {
     /// identification without it): a device ignores anything else before,
     /// so what comes earlier waits, in order, and goes out then.
     private mutating func sendMessage(_ message: ControlMessage) {
-        if configuration.role == .headUnit, !clearedToSend, !MessageID.authentication.contains(message.id) {
+        if configuration.role == .accessory, !clearedToSend, !MessageID.authentication.contains(message.id) {
             guard controlSession != nil else {
                 emit(.problem("cannot send \(Self.name(message.id)): the link is not up"))
                 return
@@ -539,12 +535,12 @@ public struct Connection: Sendable {
             || DiagnosticPing.requestIDs.contains(message.id)
         if !always {
             switch configuration.role {
-            case .phone:
+            case .device:
                 guard let accessory, accessory.messagesReceived.contains(message.id) else {
                     emit(.problem("not sending \(Self.name(message.id)): the accessory did not declare it in MessagesReceivedByAccessory"))
                     return
                 }
-            case .headUnit:
+            case .accessory:
                 guard headIdentification.identity.messagesSent.contains(message.id) else {
                     emit(.problem("not sending \(Self.name(message.id)): this head unit did not declare it in MessagesSentByAccessory"))
                     return
@@ -693,7 +689,7 @@ public struct Connection: Sendable {
         guard let session = fileSession else { return }
         do {
             let datagram = try FileTransferDatagram(decoding: bytes)
-            if configuration.role == .phone {
+            if configuration.role == .device {
                 guard var sender = fileSenders[datagram.transferID] else {
                     emit(.problem("file-transfer datagram for unknown transfer \(datagram.transferID)"))
                     return

@@ -12,7 +12,7 @@ import Testing
     static func identifiedHeadUnit() throws -> Connection {
         let proposal = LinkParameters().synchronization
         let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var headUnit = Connection(.init(role: .headUnit))
+        var headUnit = Connection(.init(role: .accessory))
         _ = headUnit.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
         _ = headUnit.received(session: 1, try ControlMessage(id: MessageID.startIdentification).encoded(), now: .milliseconds(1))
         _ = headUnit.received(session: 1, try ControlMessage(id: MessageID.identificationAccepted).encoded(), now: .milliseconds(2))

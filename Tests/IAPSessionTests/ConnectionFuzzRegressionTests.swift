@@ -16,7 +16,7 @@ import IAPWire
     func linkedPhone(_ authentication: AuthenticationPolicy) throws -> Connection {
         let proposal = LinkParameters().synchronization
         let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var phone = Connection(.init(role: .phone, authentication: authentication))
+        var phone = Connection(.init(role: .device, authentication: authentication))
         _ = phone.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
         return phone
     }

@@ -58,7 +58,7 @@ struct SessionHarness {
     private var decoders = [ControlMessageDecoder(), ControlMessageDecoder()]
 
     /// `playing`: the phone publishes what the sample app plays (with its artwork).
-    init(phone: Connection.Configuration = .init(role: .phone), headUnit: Connection.Configuration = .init(role: .headUnit),
+    init(phone: Connection.Configuration = .init(role: .device), headUnit: Connection.Configuration = .init(role: .accessory),
          playing: Bool = false) {
         accessoryLink = LinkEnd(configuration: LinkConfiguration(role: .accessory, skipDetect: true, keepAliveInterval: nil, silenceLimit: nil))
         deviceLink = LinkEnd(configuration: LinkConfiguration(role: .device, keepAliveInterval: nil, silenceLimit: nil))
@@ -238,7 +238,7 @@ func problems(_ events: [Connection.Event]) -> [String] {
     }
 
     @Test func authenticationOffIdentifiesAtOnceAndSaysSo() {
-        var harness = SessionHarness(phone: .init(role: .phone, authentication: .off))
+        var harness = SessionHarness(phone: .init(role: .device, authentication: .off))
         harness.start()
         harness.run(for: .seconds(2))
         #expect(harness.phoneSent.first == 0x1D00)
@@ -250,7 +250,7 @@ func problems(_ events: [Connection.Event]) -> [String] {
         var identity = AccessoryIdentity.devKitHeadUnit
         let withheld = MediaMessage.phoneSends.first { $0 != MessageID.nowPlayingUpdate } ?? 0
         identity.messagesReceived.removeAll { $0 == withheld }
-        var harness = SessionHarness(headUnit: .init(role: .headUnit, identity: identity))
+        var harness = SessionHarness(headUnit: .init(role: .accessory, identity: identity))
         harness.start()
         harness.run(for: .seconds(2))
         #expect(!harness.phoneSent.contains(withheld))
@@ -261,7 +261,7 @@ func problems(_ events: [Connection.Event]) -> [String] {
     @Test func aHeadUnitThatHearsNothingAfterLinkUpSaysSo() {
         // Two accessory-minded cores: neither starts authentication.
         var harness = SessionHarness()
-        harness.phone = Connection(.init(role: .headUnit))
+        harness.phone = Connection(.init(role: .accessory))
         harness.start()
         harness.run(for: .seconds(9))
         #expect(problems(harness.headUnitEvents).isEmpty)

@@ -12,7 +12,7 @@ import IAPWire
         let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
         let link = try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get()
         let fileSession = try #require(link.sessions.first { $0.type == .fileTransfer }?.id)
-        var phone = Connection(.init(role: .phone, authentication: .off),
+        var phone = Connection(.init(role: .device, authentication: .off),
                                phone: PhoneMediaRole(appName: "App", commands: RemoteCommandCenter(), offersContent: true))
         _ = phone.linkUp(link, now: .zero)
         _ = phone.received(session: 1, try AccessoryIdentity.devKitHeadUnit.message.encoded(), now: .zero)

@@ -7,7 +7,7 @@ import IAPWire
 func linkedHeadUnit(authentication: AuthenticationPolicy = .required) throws -> Connection {
     let proposal = LinkParameters().synchronization
     let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-    var headUnit = Connection(.init(role: .headUnit, authentication: authentication))
+    var headUnit = Connection(.init(role: .accessory, authentication: authentication))
     _ = headUnit.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
     return headUnit
 }

@@ -10,7 +10,7 @@ import IAPWire
     @Test func aRemoteCommandOfAnUnknownKindGetsAFailedRequestStatus() throws {
         let proposal = LinkParameters().synchronization
         let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var phone = Connection(.init(role: .phone, authentication: .off))
+        var phone = Connection(.init(role: .device, authentication: .off))
         _ = phone.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
         _ = phone.received(session: 1, try AccessoryIdentity.devKitHeadUnit.message.encoded(), now: .zero)
         #expect(phone.phone.isConnected)

@@ -112,7 +112,7 @@ import IAPWire
     static func identifiedHeadUnit() throws -> Connection {
         let proposal = LinkParameters().synchronization
         let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
-        var headUnit = Connection(.init(role: .headUnit))
+        var headUnit = Connection(.init(role: .accessory))
         _ = headUnit.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)
         _ = headUnit.received(session: 1, try ControlMessage(id: MessageID.startIdentification).encoded(), now: .milliseconds(1))
         _ = headUnit.received(session: 1, try ControlMessage(id: MessageID.identificationAccepted).encoded(), now: .milliseconds(2))
@@ -163,7 +163,7 @@ import IAPWire
         let answer = try LinkNegotiation.answer(to: proposal, limits: limits).get()
         let app = SampleApp()
         _ = app.load(.play(itemID: "kind-of-blue:1", imageRowEntryID: nil), now: .zero)
-        var phone = Connection(.init(role: .phone, authentication: .off),
+        var phone = Connection(.init(role: .device, authentication: .off),
                                phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
                                readsNowPlaying: true)
         _ = phone.linkUp(try LinkNegotiation.accept(answer: answer.answer, proposal: proposal).get(), now: .zero)

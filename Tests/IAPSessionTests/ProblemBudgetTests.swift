@@ -8,7 +8,7 @@ import IAPWire
 /// a hostile TCP peer that sent 12,000 StartNowPlayingUpdates before
 /// identifying, which made `iapctl phone` write 12,239 warning lines.
 @Suite struct ProblemBudgetTests {
-    func linked(_ role: Connection.Role) throws -> Connection {
+    func linked(_ role: LinkRole) throws -> Connection {
         let proposal = LinkParameters().synchronization
         let answer = try LinkNegotiation.answer(to: proposal, limits: LinkParameters()).get()
         var connection = Connection(.init(role: role, authentication: .off))
@@ -21,7 +21,7 @@ import IAPWire
     }
 
     @Test func aFloodBeforeIdentificationIsReportedOneByOneOnlyAtFirst() throws {
-        var phone = try linked(.phone)
+        var phone = try linked(.device)
         let early = try ControlMessage(id: MessageID.startNowPlayingUpdates).encoded()
         var reported: [String] = []
         for index in 0..<1000 {
@@ -40,11 +40,11 @@ import IAPWire
     }
 
     @Test func theBudgetIsPerLink() throws {
-        var headUnit = try linked(.headUnit)
+        var headUnit = try linked(.accessory)
         let early = try ControlMessage(id: MessageID.nowPlayingUpdate).encoded()
         for _ in 0..<40 { _ = headUnit.received(session: 1, early, now: .zero) }
         #expect(problems(headUnit.linkDown(now: .zero)).count == 1)
-        headUnit = try linked(.headUnit)
+        headUnit = try linked(.accessory)
         let again = problems(headUnit.received(session: 1, early, now: .zero))
         #expect(again == ["the device sent NowPlayingUpdate before identification was accepted; ignored"])
         // Under the budget, going down adds nothing.
