@@ -102,7 +102,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// the peer wakes once for them. Touched only by the thread handling inputs.
     private var unwritten: [UInt8] = []
     /// Bytes held for one write at most.
-    static let coalescedWriteLimit = 64 * 1024
+    public static let coalescedWriteLimit = 64 * 1024
     private let status = Mutex(Status())
     private struct Hooks {
         var stopWhen: (@Sendable (Status) -> Bool)?

@@ -98,6 +98,39 @@ private final class RecordingTransport: Transport {
         #expect(packets == 5, "the ping's first data write held \(packets) of its packets")
     }
 
+    /// What one turn writes goes out in one write, but no more than
+    /// `coalescedWriteLimit` is held for it: 24 pings of 6,000 bytes sent
+    /// from the first answer's handler are inputs of that same turn (as
+    /// `iapctl ping` sends its next), and the link's window lets about 100
+    /// KB of them out at once; they leave in writes of at most the limit
+    /// and one input's packets, not in one write at the turn's end.
+    @Test func aTurnHoldsAtMostTheWriteLimit() async throws {
+        let (a, b) = LoopbackTransport.pair()
+        let recorded = RecordingTransport(a, coalesced: true)
+        let pinger = MediaEndpoint(kind: .pinger, transport: recorded, logger: .discarding("pinger"))
+        let responder = MediaEndpoint(kind: .responder, transport: b, logger: .discarding("responder"))
+        let burst = 24
+        let answered = Mutex(Set<UInt32>())
+        pinger.onUnhandledMessage { [pinger] message in
+            guard let sequence = DiagnosticPing.sequence(ofAnswer: message) else { return }
+            answered.withLock { _ = $0.insert(sequence) }
+            if sequence == 1 {
+                for next in 2...(burst + 1) { pinger.sendFromOutside(DiagnosticPing.request(sequence: UInt32(next), size: 6_000)) }
+            }
+        }
+        pinger.stop(when: { _ in answered.withLock { $0.count } == burst + 1 })
+        pinger.sendFromOutside(DiagnosticPing.request(sequence: 1, size: 10))
+        try responder.start()
+        try pinger.start()
+        await runUntilOneStops([pinger, responder], timeout: .seconds(60))
+        #expect(answered.withLock { $0.count } == burst + 1, "answered: \(answered.withLock { $0.sorted() })")
+        let sizes = recorded.writes.withLock { $0.map(\.count) }
+        // One input here writes one 6,000-byte ping: two packets and their headers.
+        let bound = MediaEndpoint.coalescedWriteLimit + 8 * 1024
+        #expect(sizes.allSatisfy { $0 <= bound }, "writes of \(sizes.filter { $0 > bound }) bytes, over \(bound)")
+        #expect(sizes.contains { $0 > 4 * 4_096 }, "no write carried several pings: \(sizes)")
+    }
+
     /// A packet transport (USB HID) gets exactly one link packet per write.
     @Test func aPacketTransportGetsOnePacketPerWrite() async throws {
         let (writes, _) = try await pingOverRecordedLink(coalesced: false)
