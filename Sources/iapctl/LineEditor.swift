@@ -22,6 +22,13 @@ enum LineEditor {
     /// Whether the editor owns the terminal now.
     static var isActive: Bool { pending.withLock { $0.active } }
 
+    /// Whether the editor was started for this program's input: typed lines
+    /// show on the terminal as they are typed. Set before `start` returns,
+    /// while the editor's thread may still be setting the terminal up (a
+    /// shell made then would otherwise echo each line a second time).
+    static var wasStarted: Bool { startedOnce.withLock { $0 } }
+    private static let startedOnce = Mutex(false)
+
     /// Writes `text` above the prompt (from any thread), on standard output
     /// or, for log lines, on `descriptor` 2.
     static func print(_ text: String, to descriptor: Int32 = 1) {
@@ -40,7 +47,13 @@ enum LineEditor {
     /// any program.
     static func start(_ deliver: @escaping @Sendable (String?) -> Void, interrupt: @escaping @Sendable () -> Bool) throws {
         Self.interrupt = interrupt
-        try DedicatedThread.start("line editor") { run(deliver) }
+        startedOnce.withLock { $0 = true }
+        do {
+            try DedicatedThread.start("line editor") { run(deliver) }
+        } catch {
+            startedOnce.withLock { $0 = false }
+            throw error
+        }
     }
 
     /// Stops reading (the connection is gone and the program ends): the

@@ -303,7 +303,7 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
     // The head unit's view, and its shell unless it only waits for now playing.
     // At a prompt the typed line shows already: no `> line` echo.
     let headUnitShell = headUnit.map { endpoint in
-        ShellDriver(endpoint: endpoint, echoesLines: !LineEditor.isActive) { Console.result(EndKind.headUnit.rawValue, $0) }
+        ShellDriver(endpoint: endpoint, echoesLines: !LineEditor.wasStarted) { Console.result(EndKind.headUnit.rawValue, $0) }
     }
     let runsShell = !(kind == .headUnit && once)
     // The head unit is done after its first now-playing update with --once;
