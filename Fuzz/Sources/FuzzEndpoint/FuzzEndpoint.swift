@@ -35,12 +35,12 @@ struct EndpointRun {
 
     init() {
         let app = self.app
-        let phone = Connection(.init(role: .phone, authentication: .off),
+        let phone = Connection(.init(role: .device, authentication: .off),
                                phone: PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: true),
                                readsNowPlaying: true)
         cores = [
             EndpointCore(configuration: .init(link: LinkConfiguration(role: .device, answersIAP1: true)), connection: phone, app: app),
-            EndpointCore(configuration: .init(link: LinkConfiguration(role: .accessory)), connection: Connection(.init(role: .headUnit)), app: nil),
+            EndpointCore(configuration: .init(link: LinkConfiguration(role: .accessory)), connection: Connection(.init(role: .accessory)), app: nil),
         ]
     }
 

@@ -124,8 +124,8 @@ struct SessionPair {
         let app = self.app
         let phone = PhoneMediaRole(appName: app.appName, commands: app.commandCenter(), offersContent: more & 4 == 0,
                                    loadTimeout: short ? .milliseconds(200) : .seconds(5))
-        let phoneConfiguration = Connection.Configuration(role: .phone, authentication: setup & 1 == 0 ? .required : .off, stepTimeout: stepTimeout)
-        let headUnitConfiguration = Connection.Configuration(role: .headUnit, stepTimeout: stepTimeout, identity: identity)
+        let phoneConfiguration = Connection.Configuration(role: .device, authentication: setup & 1 == 0 ? .required : .off, stepTimeout: stepTimeout)
+        let headUnitConfiguration = Connection.Configuration(role: .accessory, stepTimeout: stepTimeout, identity: identity)
         let headUnit = HeadUnitMediaRole(limits: limits[Int(more & 3)], requestTimeout: short ? .milliseconds(300) : .seconds(8))
         cores = [Connection(phoneConfiguration, phone: phone, readsNowPlaying: setup & 2 != 0), Connection(headUnitConfiguration, headUnit: headUnit)]
         let albums = app.library.albums.prefix(2)
