@@ -78,7 +78,10 @@ let package = Package(
         ]),
         // The sample app and library, the head-unit shell and the head unit's
         // view in words: the demo's and the CLI's, not the library's.
-        .target(name: "IAPDemo", dependencies: ["IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPWire", "IAPTransport"]),
+        // The sample app and its library, and head-unit events in words:
+        // sans-IO, so the sans-IO tests use them without building any I/O.
+        .target(name: "IAPSampleApp", dependencies: ["IAPEndpointCore", "IAPRoles", "IAPLink", "IAPWire"]),
+        .target(name: "IAPDemo", dependencies: ["IAPSampleApp", "IAPEndpoint", "IAPRoles", "IAPSession", "IAPLink", "IAPWire", "IAPTransport"]),
         // libusb, for the USB host transport only: nothing below IAPUSB needs it.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
         // The USB host transport (libusb on a dedicated event thread).
@@ -152,9 +155,9 @@ let package = Package(
         .testTarget(name: "IAPEndpointTests", dependencies: ["IAPEndpoint", "IAPDemo", "IAPRoles", "IAPSession", "IAPConformance", "IAPTransport", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPUSBTests", dependencies: ["IAPUSB", "IAPTransport", "IAPWire"], exclude: ["Fixtures"]),
         .testTarget(name: "IAPHotplugTests", dependencies: ["IAPHotplug", "IAPTransport", "IAPWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPLegacyTests", dependencies: ["IAPLegacy", "IAPRoles", "IAPSession", "IAPWire", "IAPLink", "IAPDemo"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPDemo", "IAPWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPDemo", "IAPRoles", "IAPLink", "IAPWire"]),
+        .testTarget(name: "IAPLegacyTests", dependencies: ["IAPLegacy", "IAPRoles", "IAPSession", "IAPWire", "IAPLink", "IAPSampleApp"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPRolesTests", dependencies: ["IAPRoles", "IAPSampleApp", "IAPWire"], exclude: ["Fixtures"]),
+        .testTarget(name: "IAPSessionTests", dependencies: ["IAPSession", "IAPSampleApp", "IAPRoles", "IAPLink", "IAPWire"]),
         .testTarget(name: "IAPTransportTests", dependencies: ["IAPTransport", "IAPLink"]),
         .testTarget(
             name: "IAPAuthenticationTests",

@@ -14,13 +14,11 @@ let package = Package(
     targets: [
         .executableTarget(name: "minimal-phone", dependencies: [
             .product(name: "IAPKit", package: "iap-devkit"),
-            .product(name: "IAPRoles", package: "iap-devkit"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "minimal-head-unit", dependencies: [
             .product(name: "IAPKit", package: "iap-devkit"),
-            .product(name: "IAPRoles", package: "iap-devkit"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

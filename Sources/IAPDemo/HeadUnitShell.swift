@@ -1,3 +1,6 @@
+// `import IAPDemo` brings the sample app too (SampleApp, SampleLibrary,
+// MediaEventText), which lives sans-IO in IAPSampleApp.
+@_exported import IAPSampleApp
 import IAPLink
 import IAPRoles
 import IAPWire

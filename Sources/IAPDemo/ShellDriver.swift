@@ -6,7 +6,6 @@ import IAPTransport
 import Synchronization
 import IAPWire
 
-extension SampleApp: MediaApp {}
 
 /// The head unit's shell over a live endpoint, as `iapctl head-unit` runs
 /// it: lines in (a script on standard input, or a person), role actions and

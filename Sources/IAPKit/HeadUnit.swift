@@ -56,7 +56,7 @@ public final class HeadUnit: Sendable {
 
     public enum Event: Hashable, Sendable {
         /// Authentication, identification, failure or disconnection.
-        case stage(Connection.Stage)
+        case stage(Stage)
         /// The phone's media app is ready to browse.
         case connected(appName: String, hasContentTree: Bool)
         case nowPlaying(NowPlayingInfo)
@@ -183,13 +183,13 @@ public final class HeadUnit: Sendable {
 
     /// Opens a container at its first page; `loadMore` fetches the next.
     /// Children are fetched only now, as a car's screen does.
-    public func open(_ containerID: String) async throws -> HeadUnitMediaRole.ContainerState {
+    public func open(_ containerID: String) async throws -> Container {
         try await request({ $0.containers[containerID, default: []].append($1) }) { role, now in role.open(containerID, now: now) }
     }
 
     /// The next page of a container already open: the state holds every
     /// item so far. A container whose items are all here is returned as is.
-    public func loadMore(_ containerID: String) async throws -> HeadUnitMediaRole.ContainerState {
+    public func loadMore(_ containerID: String) async throws -> Container {
         try await request({ $0.containers[containerID, default: []].append($1) }) { role, now in
             guard let current = role.containers[containerID] else { return role.open(containerID, now: now) }
             // A page on its way answers this call too.
@@ -270,8 +270,8 @@ public final class HeadUnit: Sendable {
 
     /// Presses and releases a button of the steering-wheel remote (HID). HID
     /// has no answer: the effect shows in now playing.
-    public func press(_ button: HIDRemote.Button) async throws {
-        let _: Void = try await request({ $0.presses.append($1) }, answered: { $0.pressed() }) { role, _ in role.press(button) }
+    public func press(_ button: Button) async throws {
+        let _: Void = try await request({ $0.presses.append($1) }, answered: { $0.pressed() }) { role, _ in role.press(button.hidButton) }
     }
 
     /// Registers a waiter, then runs the role action in order with the
@@ -368,7 +368,7 @@ struct Waiters: Sendable {
     typealias Waiter<T> = CheckedContinuation<T, any Error>
     var connected: [Waiter<Void>] = []
     var tabs: [Waiter<[ContentItem]>] = []
-    var containers: [String: [Waiter<HeadUnitMediaRole.ContainerState>]] = [:]
+    var containers: [String: [Waiter<HeadUnit.Container>]] = [:]
     var selections: [String: [Waiter<RequestStatus>]] = [:]
     var commands: [RemoteCommand: [Waiter<RequestStatus>]] = [:]
     var queues: [Waiter<QueueResponse>] = []
@@ -399,7 +399,7 @@ struct Waiters: Sendable {
                          feed: AsyncStream<HeadUnit.Event>.Continuation) {
         switch event {
         case .stage(let stage):
-            feed.yield(.stage(stage))
+            feed.yield(.stage(HeadUnit.Stage(stage)))
             switch stage {
             case .failed(let reason): end(.disconnected(reason))
             case .disconnected: end(transportError.map(HeadUnitError.transport) ?? .disconnected("the link went down"))
@@ -461,7 +461,7 @@ struct Waiters: Sendable {
             for waiter in tabs { waiter.resume(returning: items) }
             tabs = []
         case .page(let containerID):
-            let page = headUnit.containers[containerID] ?? HeadUnitMediaRole.ContainerState()
+            let page = HeadUnit.Container(headUnit.containers[containerID] ?? HeadUnitMediaRole.ContainerState())
             for waiter in containers.removeValue(forKey: containerID) ?? [] { waiter.resume(returning: page) }
         case .browseFailed(let containerID, let status, let reason):
             let error = HeadUnitError.browseFailed(status, reason)

@@ -1,6 +1,6 @@
 @testable import IAPKit
-import IAPLink
 import IAPRoles
+import IAPLink
 import IAPSession
 import IAPWire
 import Testing

@@ -2,7 +2,6 @@ import Synchronization
 import Testing
 @testable import IAPKit
 import IAPLink
-import IAPRoles
 import IAPTransport
 
 /// The head unit going away while playing pauses the app's player (DOMAIN:

@@ -1,6 +1,5 @@
 import IAPAuthentication
 import IAPKit
-import IAPRoles
 import IAPTransport
 import Synchronization
 import Testing

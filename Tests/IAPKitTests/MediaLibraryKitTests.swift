@@ -1,7 +1,6 @@
 import Foundation
 import IAPAuthentication
 import IAPKit
-import IAPRoles
 import IAPTransport
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import IAPDemo
+import IAPSampleApp
 @testable import IAPLegacy
 import IAPLink
 import IAPRoles

@@ -1,5 +1,5 @@
 import Foundation
-import IAPDemo
+import IAPSampleApp
 import IAPLink
 @testable import IAPRoles
 import IAPWire

@@ -1,5 +1,5 @@
 import Testing
-import IAPDemo
+import IAPSampleApp
 import IAPLink
 import IAPRoles
 import IAPWire

@@ -1,4 +1,4 @@
-import IAPDemo
+import IAPSampleApp
 import IAPLink
 import IAPRoles
 import IAPWire

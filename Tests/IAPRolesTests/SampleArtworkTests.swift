@@ -1,5 +1,5 @@
 import Foundation
-import IAPDemo
+import IAPSampleApp
 import Testing
 
 /// The sample library's artwork is what the head-unit screen shows in a

@@ -51,6 +51,12 @@ import IAPWire
         let ids = try sentMessages(accepted).map(\.id)
         #expect(ids.contains(MessageID.startNowPlayingUpdates), "\(ids)")
         #expect(!ids.contains(MessageID.headUnitLimits), "sent an extension message it no longer declares: \(ids)")
+        // Asked for later, an extension message is refused by name: only the
+        // configured lists declared it, not the ones the device accepted.
+        let asked = headUnit.send(ControlMessage(id: MessageID.headUnitLimits), now: .milliseconds(20))
+        #expect(try sentMessages(asked).isEmpty, "sent HeadUnitLimits after declaring standard messages only")
+        let refusals = asked.compactMap { if case .event(.problem(let problem)) = $0 { problem } else { nil } }
+        #expect(refusals == ["not sending HeadUnitLimits: this head unit did not declare it in MessagesSentByAccessory"])
     }
 
     @Test func aSecondRejectionIsReportedNotRetried() throws {

@@ -6,7 +6,6 @@
 // prints what the phone says is now playing.
 import ArgumentParser
 import IAPKit
-import IAPRoles
 import Logging
 
 @main

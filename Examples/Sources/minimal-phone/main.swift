@@ -7,7 +7,6 @@
 // center (what the car's buttons may ask).
 import ArgumentParser
 import IAPKit
-import IAPRoles
 import Logging
 
 /// The content tree: one tab of songs. Children are asked for page by page

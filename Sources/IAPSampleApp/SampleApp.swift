@@ -1,3 +1,4 @@
+import IAPEndpointCore
 import IAPLink
 import IAPRoles
 import IAPWire
@@ -555,3 +556,5 @@ public final class SampleApp: Sendable {
         }
     }
 }
+
+extension SampleApp: MediaApp {}

@@ -1,20 +1,9 @@
-import IAPEndpoint
 import IAPLink
 import IAPRoles
-import IAPTransport
 import IAPWire
 
 /// Head-unit events in words, for transcripts, logs and the shell.
 public enum MediaEventText {
-    /// Writes a head-unit endpoint's media events in words as they happen
-    /// (its transcript when no shell runs: `gadget`, `supervise`).
-    public static func follow(_ endpoint: MediaEndpoint, _ write: @escaping @Sendable (String) -> Void) {
-        endpoint.observe { event, connection in
-            guard case .media(let media) = event else { return }
-            write(describe(media, headUnit: connection.headUnit, now: MonotonicClock.now()))
-        }
-    }
-
     public static func describe(_ event: HeadUnitMediaRole.Event, headUnit: HeadUnitMediaRole, now: LinkInstant) -> String {
         switch event {
         case .mediaLibraries(let libraries):
