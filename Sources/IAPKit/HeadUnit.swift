@@ -89,7 +89,15 @@ public final class HeadUnit: Sendable {
     /// does a phone app not ready within the configuration's
     /// `connectTimeout` (kind `.timedOut`).
     public static func connect(to transport: String, configuration: Configuration = Configuration()) async throws -> HeadUnit {
-        try await connect(over: try TransportSpec(parsing: transport).open(), configuration: configuration)
+        try await connect(to: try TransportSpec(parsing: transport), configuration: configuration)
+    }
+
+    /// Connects over the transport a value names (`.tcp(host:port:)`,
+    /// `.usb(vendor:product:)`, …), as `connect(to:)` does with its name;
+    /// `.loopback` has two ends and throws `.invalidSpec` (use `connect(over:)`
+    /// with one end of `openPair()`).
+    public static func connect(to transport: TransportSpec, configuration: Configuration = Configuration()) async throws -> HeadUnit {
+        try await connect(over: try transport.open(), configuration: configuration)
     }
 
     /// Connects over a transport made by the caller (a loopback end, say).

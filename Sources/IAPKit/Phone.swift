@@ -265,7 +265,15 @@ public final class Phone: Sendable {
     /// not be opened or connected (`.refused`, `.notFound`, …).
     @discardableResult
     public func serve(_ transport: String) async throws -> String {
-        try await serve(over: try TransportSpec(parsing: transport).open())
+        try await serve(try TransportSpec(parsing: transport))
+    }
+
+    /// Serves one connection over the transport a value names
+    /// (`.tcpListen(host:port:)`, `.tcp(host:port:)`, …), as `serve(_:)`
+    /// does with its name.
+    @discardableResult
+    public func serve(_ transport: TransportSpec) async throws -> String {
+        try await serve(over: try transport.open())
     }
 
     /// Serves one connection over a transport made by the caller.

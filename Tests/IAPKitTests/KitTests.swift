@@ -229,11 +229,21 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         } catch {
             Issue.record("expected HeadUnitError.transport, got \(error)")
         }
+        await #expect {
+            _ = try await HeadUnit.connect(to: TransportSpec.tcp(host: "127.0.0.1", port: port),
+                                           configuration: .init(authenticator: try SoftwareAuthenticator.ephemeral()))
+        } throws: { error in
+            guard case .transport(let transport) = error as? HeadUnitError else { return false }
+            return transport.kind == .refused
+        }
     }
 
     @Test func aTransportNameThatDoesNotParseIsAnInvalidSpec() async throws {
         await #expect { _ = try await HeadUnit.connect(to: "tcp:no-port") } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
         await #expect { try await Phone(appName: "Tiny", content: nil).serve("loopback") } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
+        // Given as a value, a transport with two ends is refused the same way.
+        await #expect { _ = try await HeadUnit.connect(to: TransportSpec.loopback) } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
+        await #expect { try await Phone(appName: "Tiny", content: nil).serve(TransportSpec.loopback) } throws: { ($0 as? TransportError)?.kind == .invalidSpec }
     }
 
     @Test func aSilentPeerDoesNotKeepTheNextHeadUnitWaiting() async throws {
@@ -288,6 +298,7 @@ func withPair(_ body: (HeadUnit, Phone, Received) async throws -> Void) async th
         let port = try TCPTransport.listener(host: "127.0.0.1", port: 0).port
         let phone = Phone(appName: "Tiny", content: nil, configuration: .init(authentication: .off))
         await #expect { try await phone.serve("tcp:127.0.0.1:\(port)") } throws: { ($0 as? TransportError)?.kind == .refused }
+        await #expect { try await phone.serve(TransportSpec.tcp(host: "127.0.0.1", port: port)) } throws: { ($0 as? TransportError)?.kind == .refused }
     }
 }
 
