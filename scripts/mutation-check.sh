@@ -279,7 +279,7 @@ test_filter_for() {
         IAPHotplug) echo 'IAPHotplugTests' ;;
         IAPConformance) echo 'IAPLinkTests' ;;
         IAPEndpoint) echo 'IAPEndpointTests|IAPKitTests|IAPScreenTests|IAPLinkTests' ;;
-        IAPScreen) echo 'IAPScreenTests' ;;
+        IAPScreen) echo 'IAPScreenTests|IAPCtlTests' ;;   # iapctl serves the screen; its CLI tests run it
         IAPLegacy) echo 'IAPLegacyTests|IAPEndpointTests|IAPKitTests|IAPScreenTests|IAPLinkTests' ;;
         IAPUSB) echo 'IAPUSBTests' ;;
         IAPAuthentication) echo 'IAPAuthenticationTests|IAPLinkTests' ;;

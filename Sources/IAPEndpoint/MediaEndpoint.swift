@@ -134,8 +134,9 @@ public final class MediaEndpoint: @unchecked Sendable {
     public convenience init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
                             authentication: EndpointAuthentication = .off, mediaLibraries: [MediaLibraryMirror] = [], logger: Logger) {
         self.init(kind: kind, transport: transport, app: kind == .phone ? app : nil, authentication: authentication, logger: logger,
+                  // Whether writes coalesce is set when the transport opens (`start`), before anything is written.
                   core: EndpointCore(kind: kind, app: app, headUnitLimits: headUnitLimits, authentication: authentication.policy,
-                                     coalescesWrites: transport.acceptsCoalescedWrites, mediaLibraries: mediaLibraries))
+                                     mediaLibraries: mediaLibraries))
     }
 
     /// A link end with no session above it, for probing another
