@@ -384,16 +384,10 @@ public struct EndpointCore: Sendable {
                 } else {
                     outputs.append(.write(bytes))
                 }
-            case .deliver(let session, var bytes):
-                // Consecutive deliveries on the control session (a byte
-                // stream) go to the session as one; datagram sessions keep
-                // their boundaries.
-                if link.negotiated?.session(session)?.type == .control {
-                    while nextLinkAction < linkActions.count, case .deliver(session, let more) = linkActions[nextLinkAction] {
-                        bytes += more
-                        nextLinkAction += 1
-                    }
-                }
+            case .deliver(let session, let bytes):
+                // Each packet's payload as it is: the session's decoder
+                // buffers a stream itself (joining them here copied a long
+                // message once more).
                 received(bytes, session: session, now: now)
             case .event(let event):
                 linkEvent(event, now: now)

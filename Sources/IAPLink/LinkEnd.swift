@@ -80,11 +80,25 @@ public struct LinkEnd: Sendable {
             if head == bytes.count {
                 bytes.removeAll(keepingCapacity: true)
                 head = 0
-            } else if head > 4096 && head * 2 > bytes.count {
+            }
+            return packet
+        }
+
+        /// Queues `message`. Into an empty queue it is taken as it is (no
+        /// copy); bytes already sent are dropped from the front only when
+        /// more arrive and they are most of the buffer, so a message sent
+        /// while nothing else arrives is never moved.
+        mutating func enqueue(_ message: [UInt8]) {
+            if count == 0 {
+                bytes = message
+                head = 0
+                return
+            }
+            if head > 4096 && head * 2 > bytes.count {
                 bytes.removeSubrange(0..<head)
                 head = 0
             }
-            return packet
+            bytes += message
         }
     }
 
@@ -245,7 +259,8 @@ public struct LinkEnd: Sendable {
         default: break
         }
         holdsAcknowledgement = deferringAcknowledgement
-        decoder.append(bytes)
+        // An array is taken as it is when nothing is buffered (a transport's read).
+        if let whole = bytes as? [UInt8] { decoder.append(whole) } else { decoder.append(bytes) }
         decodeBuffered(now: now)
         flush(now: now)
         return takeActions()
@@ -373,7 +388,7 @@ public struct LinkEnd: Sendable {
             queues[session]?.blocked = true
             throw LinkSendError(kind: .queueFull(session: session, queued: queued, limit: limit))
         }
-        queues[session, default: SessionQueue()].bytes.append(contentsOf: bytes)
+        queues[session, default: SessionQueue()].enqueue(bytes)
         if isDatagram { queues[session]?.datagrams.append(bytes.count) }
         flush(now: now)
         return takeActions()

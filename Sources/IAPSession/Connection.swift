@@ -101,15 +101,14 @@ public struct Connection: Sendable {
     }
 
     public let configuration: Configuration
-    private var end: End
-
-    /// The end this connection runs. Each is a whole state machine of its
-    /// own; `moving` only while one is being changed in place.
-    private enum End: Sendable {
-        case phone(PhoneConnection)
-        case headUnit(HeadUnitConnection)
-        case moving
-    }
+    /// The end this connection runs, each a whole state machine of its
+    /// own: exactly one is set, by the role. Two optionals rather than an
+    /// enum: an optional's value is changed and read where it lies
+    /// (`phoneEnd!.received(…)`), where an enum's payload was copied out
+    /// and back in, every reference in it retained and released, at every
+    /// input.
+    private var phoneEnd: PhoneConnection?
+    private var headUnitEnd: HeadUnitConnection?
 
     /// Head unit: how many messages wait for authentication at most; more
     /// are refused with a problem naming them.
@@ -145,30 +144,24 @@ public struct Connection: Sendable {
                 headUnit: HeadUnitMediaRole = HeadUnitMediaRole(), readsNowPlaying: Bool = false) {
         self.configuration = configuration
         switch configuration.role {
-        case .device: end = .phone(PhoneConnection(configuration, role: phone, readsNowPlaying: readsNowPlaying))
-        case .accessory: end = .headUnit(HeadUnitConnection(configuration, role: headUnit))
+        case .device: phoneEnd = PhoneConnection(configuration, role: phone, readsNowPlaying: readsNowPlaying)
+        case .accessory: headUnitEnd = HeadUnitConnection(configuration, role: headUnit)
         }
     }
 
     /// Where the session stands.
     public var stage: Stage {
-        switch end {
-        case .phone(let phone): phone.channels.stage
-        case .headUnit(let headUnit): headUnit.channels.stage
-        case .moving: preconditionFailure("a connection is read while it changes")
-        }
+        phoneEnd?.channels.stage ?? headUnitEnd!.channels.stage
     }
 
     /// The phone's media role (on a head unit, an idle one that serves nothing).
     public var phone: PhoneMediaRole {
-        if case .phone(let phone) = end { return phone.role }
-        return Self.idlePhone
+        phoneEnd?.role ?? Self.idlePhone
     }
 
     /// The head unit's media role (on a phone, an idle one that browses nothing).
     public var headUnit: HeadUnitMediaRole {
-        if case .headUnit(let headUnit) = end { return headUnit.role }
-        return Self.idleHeadUnit
+        headUnitEnd?.role ?? Self.idleHeadUnit
     }
 
     private static let idlePhone = PhoneMediaRole(appName: "", commands: RemoteCommandCenter(), offersContent: false)
@@ -176,8 +169,7 @@ public struct Connection: Sendable {
 
     /// Phone: the accessory as it identified itself.
     public var accessory: AccessoryIdentity? {
-        if case .phone(let phone) = end { return phone.accessory }
-        return nil
+        phoneEnd?.accessory
     }
 
     public var isMediaConnected: Bool {
@@ -187,31 +179,13 @@ public struct Connection: Sendable {
 
     /// When `tick` is next due, if ever.
     public var nextDeadline: LinkInstant? {
-        switch end {
-        case .phone(let phone): phone.nextDeadline
-        case .headUnit(let headUnit): headUnit.nextDeadline
-        case .moving: preconditionFailure("a connection is read while it changes")
-        }
+        phoneEnd != nil ? phoneEnd!.nextDeadline : headUnitEnd!.nextDeadline
     }
 
-    /// Changes the end in place (the end is taken out of `end` first, so
-    /// its buffers are not copied on write).
+    /// Changes the end the role runs, in place.
     private mutating func update(phone: (inout PhoneConnection) -> [Output],
                                  headUnit: (inout HeadUnitConnection) -> [Output]) -> [Output] {
-        switch end {
-        case .phone(var connection):
-            end = .moving
-            let outputs = phone(&connection)
-            end = .phone(connection)
-            return outputs
-        case .headUnit(var connection):
-            end = .moving
-            let outputs = headUnit(&connection)
-            end = .headUnit(connection)
-            return outputs
-        case .moving:
-            preconditionFailure("a connection is changed while it changes")
-        }
+        phoneEnd != nil ? phone(&phoneEnd!) : headUnit(&headUnitEnd!)
     }
 
     // MARK: - Link
@@ -285,8 +259,7 @@ public struct Connection: Sendable {
     /// Phone: whether a media library sync has its next message ready for
     /// when the link has room (`sendMore`). The driver asks after each input.
     public var wantsToSend: Bool {
-        if case .phone(let phone) = end { return phone.wantsToSend }
-        return false
+        phoneEnd?.wantsToSend ?? false
     }
 
     /// Phone: the next message of a media library sync, sized for this

@@ -7,13 +7,16 @@ import Dispatch
 import Synchronization
 
 /// A transport over a file descriptor (a TCP socket or a serial port). One
-/// thread waits in `poll` on the descriptor and on a wake-up pipe, so that
-/// `close` ends it promptly. A write is tried at once on the caller's
-/// thread (non-blocking) when nothing is queued; what the descriptor does
-/// not take goes out on a serial queue, so the caller never blocks.
+/// thread reads: on a socket it waits in a blocking `recv`, which `close`
+/// ends with `shutdown` (one system call per read, as a plain echo makes);
+/// on a serial port, where `shutdown` does nothing, it waits in `poll` on
+/// the descriptor and on a wake-up pipe. A write is tried at once on the
+/// caller's thread (non-blocking) when nothing is queued; what the
+/// descriptor does not take goes out on a serial queue, so the caller
+/// never blocks.
 ///
-/// The descriptor is non-blocking: a peer that stops reading cannot hold a
-/// write forever. A write that makes no progress for `writeStallLimit` ends
+/// Writes never block (`MSG_DONTWAIT` on a socket, `O_NONBLOCK` on a serial
+/// port): a peer that stops reading cannot hold a write forever. A write that makes no progress for `writeStallLimit` ends
 /// the transport with a reason saying so, and `close` waits for queued
 /// writes at most `closeLinger`.
 final class DescriptorTransport: Transport {
@@ -27,6 +30,8 @@ final class DescriptorTransport: Transport {
     /// the stack. A struct's closure is stored as it is.
     private struct State {
         var descriptor: Int32 = -1
+        /// Read with a blocking `recv`, ended by `shutdown` (not `poll`).
+        var isSocket = false
         var closed = false
         var handler: (@Sendable (TransportEvent) -> Void)?
     }
@@ -95,11 +100,16 @@ final class DescriptorTransport: Transport {
             finish(error)
             return
         }
+        var status = stat()
+        let isSocket = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
+        // A socket blocks in `recv` (its writes pass MSG_DONTWAIT, and an
+        // accepted one may have come non-blocking); a serial port is polled.
         let flags = fcntl(descriptor, F_GETFL)
-        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
-        let alreadyClosed = state.withLock { current -> Bool in
+        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, isSocket ? flags & ~O_NONBLOCK : flags | O_NONBLOCK) }
+        let (alreadyClosed, handler) = state.withLock { current in
             current.descriptor = descriptor
-            return current.closed
+            current.isSocket = isSocket
+            return (current.closed, current.handler)
         }
         writer.resume()
         if alreadyClosed {
@@ -107,31 +117,48 @@ final class DescriptorTransport: Transport {
             return
         }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while true {
-            var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            if case .failure(let error) = SystemCall.poll(&fds) {
-                finish(TransportError("poll failed", errno: error.rawValue))
-                return
+            if !isSocket {
+                fds[0].revents = 0
+                fds[1].revents = 0
+                if case .failure(let error) = SystemCall.poll(&fds) {
+                    return finish(TransportError("poll failed", errno: error.rawValue))
+                }
+                if fds[1].revents != 0 { return finish(closedByThisEnd) }
+                if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR | POLLNVAL) == 0 { continue }
             }
-            if fds[1].revents != 0 {
-                finish(writeState.withLock { $0.failure } ?? TransportError(.closed, "closed by this end"))
-                return
-            }
-            if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR | POLLNVAL) == 0 { continue }
             switch buffer.withUnsafeMutableBytes({ SystemCall.read(descriptor, into: $0) }) {
             case .success(0):
-                finish(TransportError(.closed, "the peer closed the connection"))
-                return
+                // A socket's read also ends so when `close` or a failed
+                // write shut it down.
+                let ended = state.withLock { $0.closed } || writeState.withLock({ $0.failure }) != nil
+                return finish(ended ? closedByThisEnd : TransportError(.closed, "the peer closed the connection"))
             case .success(let count):
-                let handler = state.withLock { $0.handler }
                 handler?(.received(Array(buffer[0..<count])))
             case .failure(.resourceTemporarilyUnavailable):
                 continue
             case .failure(let error):
-                finish(TransportError("read failed", errno: error.rawValue))
-                return
+                return finish(TransportError("read failed", errno: error.rawValue))
             }
         }
+    }
+
+    /// Why the reader stops when this end ended the transport: a failed
+    /// write's reason, or `close`.
+    private var closedByThisEnd: TransportError {
+        writeState.withLock { $0.failure } ?? TransportError(.closed, "closed by this end")
+    }
+
+    /// Ends the reader's wait: `shutdown` for a socket's `recv`, the wake-up
+    /// pipe for a `poll`. Called with the state locked, so the descriptor
+    /// cannot be released (and its number reused) meanwhile.
+    private func wakeReader(_ current: State) {
+        if current.isSocket && current.descriptor >= 0 {
+            _ = shutdown(current.descriptor, Int32(SHUT_RD))
+        }
+        var byte: UInt8 = 1
+        _ = Glibc.write(wake.write, &byte, 1)
     }
 
     func write(_ bytes: [UInt8]) {
@@ -175,7 +202,7 @@ final class DescriptorTransport: Transport {
             var offset = start
             var lastProgress = ContinuousClock.now
             while offset < bytes.count {
-                switch bytes.withUnsafeBytes({ SystemCall.send(descriptor, UnsafeRawBufferPointer(rebasing: $0[offset...])) }) {
+                switch bytes.withUnsafeBytes({ SystemCall.send(descriptor, UnsafeRawBufferPointer(rebasing: $0[offset...]), flags: Int32(MSG_DONTWAIT)) }) {
                 case .success(let written) where written > 0:
                     offset += written
                     lastProgress = .now
@@ -203,8 +230,7 @@ final class DescriptorTransport: Transport {
     /// and the reader reports `reason` as the transport closing.
     private func failWrites(_ reason: TransportError) {
         writeState.withLock { if $0.failure == nil { $0.failure = reason } }
-        var byte: UInt8 = 1
-        _ = Glibc.write(wake.write, &byte, 1)
+        state.withLock { wakeReader($0) }
     }
 
     var queuedWriteBytes: Int { queuedBytes.withLock { $0 } }
@@ -217,13 +243,11 @@ final class DescriptorTransport: Transport {
         // the writer is suspended: waiting for it would wait for ever.
         let opened = state.withLock { $0.descriptor >= 0 }
         if started.withLock({ $0 }) && opened { writer.sync {} }
-        let first = state.withLock { current -> Bool in
-            defer { current.closed = true }
-            return !current.closed
+        state.withLock { current in
+            guard !current.closed else { return }
+            current.closed = true
+            wakeReader(current)
         }
-        guard first else { return }
-        var byte: UInt8 = 1
-        _ = Glibc.write(wake.write, &byte, 1)
     }
 
     /// Reports `.closed` once and releases the descriptor.

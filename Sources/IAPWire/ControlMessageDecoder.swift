@@ -79,6 +79,12 @@ public struct ControlMessageFramer: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Appends an array; with nothing buffered it is taken as it is, not copied.
+    public mutating func append(_ bytes: [UInt8]) {
+        compact()
+        if buffer.isEmpty { buffer = bytes } else { buffer += bytes }
+    }
+
     /// The same for a slice, without going through a generic sequence.
     public mutating func append(_ bytes: ArraySlice<UInt8>) {
         compact()
@@ -228,6 +234,7 @@ public struct ControlMessageDecoder: Sendable {
 
     public mutating func append(_ bytes: some Sequence<UInt8>) { framer.append(bytes) }
     public mutating func append(_ bytes: ArraySlice<UInt8>) { framer.append(bytes) }
+    public mutating func append(_ bytes: [UInt8]) { framer.append(bytes) }
     public mutating func finish() { framer.finish() }
     public mutating func abandonPendingMessage() { framer.abandonPendingMessage() }
 

@@ -124,6 +124,12 @@ public struct LinkStreamDecoder: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Appends an array; with nothing buffered it is taken as it is, not copied.
+    public mutating func append(_ bytes: [UInt8]) {
+        compact()
+        if buffer.isEmpty { buffer = bytes } else { buffer += bytes }
+    }
+
     /// Marks the end of the stream: whatever is still buffered is decoded or
     /// reported as truncated by the following `next()` calls.
     public mutating func finish() {
