@@ -79,10 +79,18 @@ public struct ControlMessageFramer: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
-    /// Appends an array; with nothing buffered it is taken as it is, not copied.
+    /// Appends an array; with nothing buffered it is taken as it is, not
+    /// copied. The rest of a message arriving in pieces (a link packet
+    /// each) gets room for the whole message at once, not regrown piece by
+    /// piece (its declared length is bounded by `maximumMessageLength`).
     public mutating func append(_ bytes: [UInt8]) {
         compact()
-        if buffer.isEmpty { buffer = bytes } else { buffer += bytes }
+        if buffer.isEmpty {
+            buffer = bytes
+            return
+        }
+        if let expected = pendingMessage?.expected { buffer.reserveCapacity(max(expected, buffer.count + bytes.count)) }
+        buffer += bytes
     }
 
     /// The same for a slice, without going through a generic sequence.
