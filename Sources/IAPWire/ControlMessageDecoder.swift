@@ -84,11 +84,13 @@ public struct ControlMessageFramer: Sendable {
     /// each) gets room for the whole message at once, not regrown piece by
     /// piece (its declared length is bounded by `maximumMessageLength`).
     public mutating func append(_ bytes: [UInt8]) {
-        compact()
-        if buffer.isEmpty {
+        guard start < buffer.count else {
+            bufferOffset += buffer.count
+            start = 0
             buffer = bytes
             return
         }
+        compact()
         if let expected = pendingMessage?.expected { buffer.reserveCapacity(max(expected, buffer.count + bytes.count)) }
         buffer += bytes
     }

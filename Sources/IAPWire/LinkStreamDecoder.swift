@@ -124,10 +124,19 @@ public struct LinkStreamDecoder: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
-    /// Appends an array; with nothing buffered it is taken as it is, not copied.
+    /// Appends an array; with nothing buffered it is taken as it is, not
+    /// copied (and the old buffer is let go rather than emptied: emptying
+    /// an array another holder shares allocates a new one).
     public mutating func append(_ bytes: [UInt8]) {
+        guard start < buffer.count else {
+            bufferOffset += buffer.count
+            start = 0
+            payloadRange = 0..<0
+            buffer = bytes
+            return
+        }
         compact()
-        if buffer.isEmpty { buffer = bytes } else { buffer += bytes }
+        buffer += bytes
     }
 
     /// Marks the end of the stream: whatever is still buffered is decoded or
