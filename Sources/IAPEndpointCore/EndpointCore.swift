@@ -250,10 +250,14 @@ public struct EndpointCore: Sendable {
     /// When `.tick` is next due, if ever: the earliest of the link's, the
     /// session's and the legacy phone's deadlines.
     public var nextDeadline: LinkInstant? {
+        // Merged one by one: an array of the candidates was an allocation at every input.
         var next = link.nextDeadline
-        for candidate in [connection.nextDeadline, legacy?.nextDeadline, legacyCompletions.map(\.at).min()] {
+        func consider(_ candidate: LinkInstant?) {
             if let candidate, next.map({ candidate < $0 }) ?? true { next = candidate }
         }
+        consider(connection.nextDeadline)
+        consider(legacy?.nextDeadline)
+        for completion in legacyCompletions { consider(completion.at) }
         return next
     }
 

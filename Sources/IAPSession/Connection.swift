@@ -179,7 +179,9 @@ public struct Connection: Sendable {
 
     /// When `tick` is next due, if ever.
     public var nextDeadline: LinkInstant? {
-        phoneEnd != nil ? phoneEnd!.nextDeadline : headUnitEnd!.nextDeadline
+        // Optional chaining reads the end where it lies (`phoneEnd!` as a
+        // value would copy it).
+        phoneEnd != nil ? phoneEnd?.nextDeadline ?? nil : headUnitEnd?.nextDeadline ?? nil
     }
 
     /// Changes the end the role runs, in place.
