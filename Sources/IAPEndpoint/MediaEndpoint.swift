@@ -398,7 +398,7 @@ public final class MediaEndpoint: @unchecked Sendable {
     /// Handles one input; gives the core's next deadline after it.
     private func handle(_ input: EndpointCore.Input) -> LinkInstant? {
         let now = MonotonicClock.now()
-        if core.legacy != nil { core.unwrittenBytes = transport.queuedWriteBytes + unwritten.count }
+        if core.answersLegacy { core.unwrittenBytes = transport.queuedWriteBytes + unwritten.count }
         carryOut(core.handle(input, now: now, answeringFor: app), now: now)
         return Self.takeStatus(of: &core, into: status, headUnit: kind == .headUnit)
     }

@@ -170,6 +170,10 @@ public struct EndpointCore: Sendable {
     /// The phone's answer to a head unit that speaks only iAP1; nil for
     /// other ends and a phone with no app.
     public private(set) var legacy: LegacyPhone?
+    /// Whether `legacy` is set (from the start, for good). Stored, so a
+    /// driver asking at every input reads one flag instead of copying the
+    /// legacy phone out of the core.
+    public let answersLegacy: Bool
     /// Whether a link has come up since the core was made.
     public private(set) var everUp = false
     /// Why the link last went down or the transport closed, in words; nil while it has not.
@@ -223,6 +227,7 @@ public struct EndpointCore: Sendable {
         if configuration.link.answersIAP1, configuration.link.role == .device, let app {
             legacy = LegacyPhone(appName: app.appName, verifies: verifiesLegacy)
         }
+        answersLegacy = legacy != nil
     }
 
     /// The phone's command set as it is now (an app may change it while
