@@ -179,8 +179,8 @@ public struct Connection: Sendable {
 
     /// When `tick` is next due, if ever.
     public var nextDeadline: LinkInstant? {
-        // Optional chaining reads the end where it lies (`phoneEnd!` as a
-        // value would copy it).
+        // Exactly one end is set: the phone's deadline (itself possibly
+        // nil) on a phone, the head unit's otherwise.
         phoneEnd != nil ? phoneEnd?.nextDeadline ?? nil : headUnitEnd?.nextDeadline ?? nil
     }
 

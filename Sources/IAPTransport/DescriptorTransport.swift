@@ -16,9 +16,10 @@ import Synchronization
 /// never blocks.
 ///
 /// Writes never block (`MSG_DONTWAIT` on a socket, `O_NONBLOCK` on a serial
-/// port): a peer that stops reading cannot hold a write forever. A write that makes no progress for `writeStallLimit` ends
-/// the transport with a reason saying so, and `close` waits for queued
-/// writes at most `closeLinger`.
+/// port): a peer that stops reading cannot hold a write forever. A write
+/// that makes no progress for `writeStallLimit` ends the transport with a
+/// reason saying so, and `close` waits for queued writes at most
+/// `closeLinger`.
 final class DescriptorTransport: Transport {
     let name: String
     private let opener: @Sendable (_ closeRequested: Int32) throws(TransportError) -> Int32
