@@ -94,6 +94,10 @@ public final class MediaEndpoint: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     /// Touched only by the thread handling inputs.
     private var core: EndpointCore
+    /// The link packets asked for at construction, over the transport's.
+    private let linkPackets: (length: Int?, outstanding: Int?)
+    /// False for a link probe, whose link configuration is taken as given.
+    private let sizesLinkByTransport: Bool
     /// What the inputs handled since the inbox was last found empty wrote,
     /// when the transport takes several link packets in one write: it goes
     /// out in one write before the handling thread lets the inbox go (or
@@ -131,12 +135,19 @@ public final class MediaEndpoint: @unchecked Sendable {
     ///   - logger: link events, session stages, problems; the head unit's
     ///     media events in words at debug (`observe` has them typed).
     ///   - mediaLibraries: head unit: phone libraries kept from earlier connections.
+    ///   - linkPacketLength, linkOutstandingPackets: the largest link packet
+    ///     and the unacknowledged packets this end proposes to receive
+    ///     (clamped to what a SYN can say, `LinkPacketSizing`); nil takes
+    ///     the transport's (`Transport.linkPacketSizing`), else the link's
+    ///     default.
     public convenience init(kind: EndKind, transport: Transport, app: (any MediaApp)? = nil, headUnitLimits: HeadUnitLimits = .audioApps,
-                            authentication: EndpointAuthentication = .off, mediaLibraries: [MediaLibraryMirror] = [], logger: Logger) {
+                            authentication: EndpointAuthentication = .off, mediaLibraries: [MediaLibraryMirror] = [],
+                            linkPacketLength: Int? = nil, linkOutstandingPackets: Int? = nil, logger: Logger) {
         self.init(kind: kind, transport: transport, app: kind == .phone ? app : nil, authentication: authentication, logger: logger,
-                  // Whether writes coalesce is set when the transport opens (`start`), before anything is written.
+                  // Whether writes coalesce, and the link packets, are set when the transport opens (`start`), before anything is written.
                   core: EndpointCore(kind: kind, app: app, headUnitLimits: headUnitLimits, authentication: authentication.policy,
-                                     mediaLibraries: mediaLibraries))
+                                     mediaLibraries: mediaLibraries),
+                  linkPackets: (linkPacketLength, linkOutstandingPackets))
     }
 
     /// A link end with no session above it, for probing another
@@ -147,11 +158,16 @@ public final class MediaEndpoint: @unchecked Sendable {
     public convenience init(linkProbe transport: Transport, link: LinkConfiguration, logger: Logger = .discarding("link probe")) {
         self.init(kind: link.role == .device ? .responder : .pinger, transport: transport, app: nil, authentication: .off, logger: logger,
                   core: EndpointCore(configuration: EndpointCore.Configuration(link: link, probesLink: true),
-                                     connection: Connection(Connection.Configuration(role: link.role)), app: nil))
+                                     connection: Connection(Connection.Configuration(role: link.role)), app: nil),
+                  sizesLinkByTransport: false)
     }
 
-    private init(kind: EndKind, transport: Transport, app: (any MediaApp)?, authentication: EndpointAuthentication, logger: Logger, core: EndpointCore) {
+    private init(kind: EndKind, transport: Transport, app: (any MediaApp)?, authentication: EndpointAuthentication, logger: Logger, core: EndpointCore,
+                 linkPackets: (length: Int?, outstanding: Int?) = (nil, nil), sizesLinkByTransport: Bool = true) {
         self.kind = kind
+        self.linkPackets = linkPackets
+        self.sizesLinkByTransport = sizesLinkByTransport
+
         self.transport = transport
         self.logger = logger
         self.app = app
@@ -178,7 +194,14 @@ public final class MediaEndpoint: @unchecked Sendable {
             inbox.withLock { $0.handling = false }
             throw error
         }
-        core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites)
+        if sizesLinkByTransport {
+            let suited = transport.linkPacketSizing
+            core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites,
+                                 maximumPacketLength: linkPackets.length ?? suited?.maximumPacketLength,
+                                 maximumOutstandingPackets: linkPackets.outstanding ?? suited?.maximumOutstandingPackets)
+        } else {
+            core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites)
+        }
         let (queued, stopped) = inbox.withLock { inbox in
             defer { inbox.pending = [] }
             return (inbox.pending, inbox.ended)
@@ -202,15 +225,17 @@ public final class MediaEndpoint: @unchecked Sendable {
 
     /// The endpoint as of the last input handled.
     public var current: Status { status.withLock { $0 } }
-    public var isUp: Bool { current.isUp }
-    public var negotiated: NegotiatedLink? { current.negotiated }
-    public var statistics: LinkStatistics { current.statistics }
-    public var everUp: Bool { current.everUp }
-    public var endReason: String? { current.endReason }
+    // One field each, read in the lock: `current` copies the whole status
+    // (the head unit's role with it).
+    public var isUp: Bool { status.withLock { $0.isUp } }
+    public var negotiated: NegotiatedLink? { status.withLock { $0.negotiated } }
+    public var statistics: LinkStatistics { status.withLock { $0.statistics } }
+    public var everUp: Bool { status.withLock { $0.everUp } }
+    public var endReason: String? { status.withLock { $0.endReason } }
     /// Why the transport closed, with its kind (refused, not found, …); nil while it is open.
-    public var transportError: TransportError? { current.transportError }
-    public var headUnit: HeadUnitMediaRole { current.headUnit }
-    public var nowPlayingUpdates: Int { current.nowPlayingUpdates }
+    public var transportError: TransportError? { status.withLock { $0.transportError } }
+    public var headUnit: HeadUnitMediaRole { status.withLock { $0.headUnit } }
+    public var nowPlayingUpdates: Int { status.withLock { $0.nowPlayingUpdates } }
 
     /// Whether to stop, asked after every input with the endpoint as it is then.
     public func stop(when condition: @escaping @Sendable (Status) -> Bool) {

@@ -150,12 +150,27 @@ public struct EndpointCore: Sendable {
         }
     }
 
-    /// Whether one write may carry several link packets, as the transport
-    /// says once it is open: a USB device's interface (bulk, a byte stream;
-    /// HID, one packet per report sequence) is known only then. A link
-    /// probe keeps one packet per write.
-    public mutating func transportOpened(coalescesWrites: Bool) {
+    /// What the transport is, as it says once it is open (a USB device's
+    /// interface, bulk or HID, is known only then): whether one write may
+    /// carry several link packets (a link probe keeps one packet per
+    /// write), and the largest link packet and the outstanding packets this
+    /// end proposes to receive over it (nil keeps the configuration's;
+    /// values a SYN cannot say are clamped to what it can).
+    /// Called before `.start`: the link end is made again with the sizes.
+    public mutating func transportOpened(coalescesWrites: Bool, maximumPacketLength: Int? = nil, maximumOutstandingPackets: Int? = nil) {
         configuration.coalescesWrites = coalescesWrites && !configuration.probesLink
+        guard maximumPacketLength != nil || maximumOutstandingPackets != nil else { return }
+        func clamp(_ value: Int, _ range: ClosedRange<Int>) -> Int { min(max(value, range.lowerBound), range.upperBound) }
+        var parameters = configuration.link.parameters
+        parameters.maximumPacketLength = clamp(maximumPacketLength ?? parameters.maximumPacketLength,
+                                               LinkSynchronization.minimumPacketLength...LinkPacket.maximumLength)
+        parameters.maximumOutstandingPackets = clamp(maximumOutstandingPackets ?? parameters.maximumOutstandingPackets,
+                                                     LinkSynchronization.maximumOutstandingRange)
+        // A SYN may not ask for more cumulative acknowledgements than packets outstanding.
+        parameters.maximumCumulativeAcks = min(parameters.maximumCumulativeAcks, parameters.maximumOutstandingPackets)
+        configuration.link.parameters = parameters
+        link = LinkEnd(configuration: configuration.link)
+        refreshReadings()
     }
 
     /// Messages from outside held before the first link up, at most.
@@ -228,6 +243,7 @@ public struct EndpointCore: Sendable {
             legacy = LegacyPhone(appName: app.appName, verifies: verifiesLegacy)
         }
         answersLegacy = legacy != nil
+        refreshReadings()
     }
 
     /// The phone's command set as it is now (an app may change it while
@@ -252,9 +268,20 @@ public struct EndpointCore: Sendable {
                   connection: connection, app: kind == .phone ? app : nil, verifiesLegacy: authentication == .required)
     }
 
+    // What the driver reads after every input is stored, brought up to date
+    // as each input ends, not computed by a getter: called from another
+    // module, a getter of this struct works on a copy of the whole core
+    // (link end, session and legacy phone, several KB). The link end, the
+    // session and the legacy phone store theirs the same way.
+
     /// When `.tick` is next due, if ever: the earliest of the link's, the
     /// session's and the legacy phone's deadlines.
-    public var nextDeadline: LinkInstant? {
+    public private(set) var nextDeadline: LinkInstant?
+
+    /// Messages waiting for room on the link, and received bytes waiting for them.
+    public private(set) var waiting: (messages: Int, receivedBytes: Int) = (0, 0)
+
+    private mutating func refreshReadings() {
         // Merged one by one: an array of the candidates was an allocation at every input.
         var next = link.nextDeadline
         func consider(_ candidate: LinkInstant?) {
@@ -263,12 +290,9 @@ public struct EndpointCore: Sendable {
         consider(connection.nextDeadline)
         consider(legacy?.nextDeadline)
         for completion in legacyCompletions { consider(completion.at) }
-        return next
-    }
-
-    /// Messages waiting for room on the link, and received bytes waiting for them.
-    public var waiting: (messages: Int, receivedBytes: Int) {
-        (backlog.values.reduce(0) { $0 + $1.count }, heldData.reduce(0) { $0 + $1.bytes.count })
+        nextDeadline = next
+        waiting = backlog.isEmpty && heldData.isEmpty ? (0, 0)
+            : (backlog.values.reduce(0) { $0 + $1.count }, heldData.reduce(0) { $0 + $1.bytes.count })
     }
 
     /// Handles one input at `now`; returns what to carry out, in order (this
@@ -586,6 +610,7 @@ public struct EndpointCore: Sendable {
 
     /// This input's outputs, its write first.
     private mutating func take() -> [Output] {
+        refreshReadings()
         var taken = outputs
         if !writes.isEmpty {
             taken.insert(.write(writes), at: 0)

@@ -190,15 +190,23 @@ public struct LegacyPhone: Sendable {
         self.loadTimeout = loadTimeout
     }
 
-    public var isIdentified: Bool { lingoes != 0 }
+    // What a driver reads after every input is stored, kept current by
+    // `capped` (every input ends there), not computed by a getter: called
+    // from another module, a getter of this struct works on a copy of it.
+
+    /// Whether the head unit has identified (named its lingoes).
+    public private(set) var isIdentified = false
 
     public var isAuthenticated: Bool { authentication == .succeeded }
 
     /// The earliest time `tick` has something to do.
-    public var nextDeadline: LinkInstant? {
-        let loads = pending.values.map(\.deadline).min()
-        guard let position = nextPositionAt else { return loads }
-        return loads.map { min($0, position) } ?? position
+    public private(set) var nextDeadline: LinkInstant?
+
+    private mutating func refreshReadings() {
+        isIdentified = lingoes != 0
+        var next = nextPositionAt
+        for entry in pending.values where next.map({ entry.deadline < $0 }) ?? true { next = entry.deadline }
+        nextDeadline = next
     }
 
     // MARK: Inputs
@@ -911,6 +919,7 @@ public struct LegacyPhone: Sendable {
     /// `outputs` with log lines and events past `reportsPerConnection` left
     /// out, counted, and their count given at each power of two.
     private mutating func capped(_ outputs: [Output]) -> [Output] {
+        defer { refreshReadings() }
         var kept: [Output] = []
         kept.reserveCapacity(outputs.count)
         for output in outputs {

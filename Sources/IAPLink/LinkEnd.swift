@@ -106,7 +106,17 @@ public struct LinkEnd: Sendable {
     /// the control byte and the sequence number.
     private static let acknowledgementOffset = 6
 
-    private var state = State.idle
+    private var state = State.idle {
+        didSet {
+            if case .connected(let link) = state {
+                isUp = true
+                negotiated = link
+            } else if isUp {
+                isUp = false
+                negotiated = nil
+            }
+        }
+    }
     private var decoder: LinkStreamDecoder
     private var sendSequence: UInt8
     private var receivedSequence: UInt8 = 0
@@ -168,17 +178,14 @@ public struct LinkEnd: Sendable {
 
     // MARK: - Public state
 
-    public var isUp: Bool {
-        if case .connected = state { return true }
-        return false
-    }
+    // What a driver reads after every input is stored, kept current as the
+    // end changes, not computed by a getter: called from another module, a
+    // getter of this struct works on a copy of the whole end (about 1 KB).
 
-    public var negotiated: NegotiatedLink? {
-        switch state {
-        case .connected(let link): link
-        default: nil
-        }
-    }
+    /// Whether the link is up (connected).
+    public private(set) var isUp = false
+    /// The parameters both ends run with while the link is up; nil otherwise.
+    public private(set) var negotiated: NegotiatedLink?
 
     /// Bytes queued on a session and not yet sent.
     public func queuedBytes(session: UInt8) -> Int { queues[session]?.count ?? 0 }
@@ -189,7 +196,12 @@ public struct LinkEnd: Sendable {
     public var isHoldingForReader: Bool { readerStalled }
 
     /// When `tick` must next be called, if ever.
-    public var nextDeadline: LinkInstant? {
+    public private(set) var nextDeadline: LinkInstant?
+
+    /// Brings `nextDeadline` up to date; every public mutating method ends with it.
+    private mutating func refreshDeadline() { nextDeadline = computedDeadline }
+
+    private var computedDeadline: LinkInstant? {
         let linkDeadline = self.linkDeadline
         guard let partialSince else { return linkDeadline }
         let abandon = partialSince + configuration.partialPacketTimeout
@@ -228,6 +240,7 @@ public struct LinkEnd: Sendable {
     /// Begins: the accessory sends detect (or SYN when `skipDetect`); the
     /// device starts listening. Also restarts a closed accessory end.
     public mutating func start(now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         resetLinkState()
         begin(now: now)
         return takeActions()
@@ -254,6 +267,7 @@ public struct LinkEnd: Sendable {
     /// `flushAcknowledgement(now:)` (the answer to what was delivered, in
     /// the same turn) carries it, and the bare ACK is sent only if none did.
     public mutating func receive(_ bytes: some Collection<UInt8>, now: LinkInstant, deferringAcknowledgement: Bool = false) -> [LinkAction] {
+        defer { refreshDeadline() }
         switch state {
         case .idle, .closed, .restarting: return []
         default: break
@@ -269,6 +283,7 @@ public struct LinkEnd: Sendable {
     /// Ends what `receive(_:now:deferringAcknowledgement:)` began: the
     /// acknowledgement still due (no data carried it) goes out now.
     public mutating func flushAcknowledgement(now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         guard holdsAcknowledgement else { return [] }
         holdsAcknowledgement = false
         flush(now: now)
@@ -360,6 +375,7 @@ public struct LinkEnd: Sendable {
     /// queue limit bounds, as a session's queue: past it the frame is
     /// refused (`.legacyQueueFull`) and counted, never queued.
     public mutating func sendLegacy(_ frame: [UInt8], queued: Int = 0, now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
+        defer { refreshDeadline() }
         guard legacyPeer, case .listening = state else { throw LinkSendError(kind: .noLegacyPeer) }
         guard queued == 0 || queued + frame.count <= configuration.sendQueueLimit else {
             statistics.legacyFramesRefused += 1
@@ -373,6 +389,7 @@ public struct LinkEnd: Sendable {
     /// into packets of the negotiated size. Throws instead of queueing when
     /// the link is down, the session unknown or its queue full.
     public mutating func send(_ bytes: [UInt8], session: UInt8, now: LinkInstant) throws(LinkSendError) -> [LinkAction] {
+        defer { refreshDeadline() }
         guard case .connected(let link) = state else { throw LinkSendError(kind: .linkNotUp) }
         guard link.session(session) != nil else { throw LinkSendError(kind: .unknownSession(session)) }
         let limit = configuration.sendQueueLimit
@@ -403,6 +420,7 @@ public struct LinkEnd: Sendable {
     /// Timers: detect and SYN repetition, retransmission, delayed
     /// acknowledgement, keep-alive and the silence limit.
     public mutating func tick(now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         if let since = partialSince, now >= since + configuration.partialPacketTimeout {
             // Stale bytes that look like the start of a long packet: stop
             // waiting for every candidate that has waited the whole timeout
@@ -463,6 +481,7 @@ public struct LinkEnd: Sendable {
     /// Sends RST and ends the connection (reported as `.down(.localReset)`
     /// when it was up, renegotiating included, as `transportClosed` does).
     public mutating func reset(now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         switch state {
         case .idle, .closed:
             return []
@@ -483,6 +502,7 @@ public struct LinkEnd: Sendable {
     /// The transport is gone. A connected link goes down (reported once);
     /// any other state simply stops.
     public mutating func transportClosed(_ why: String, now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         switch state {
         case .idle, .closed:
             return []
@@ -503,6 +523,7 @@ public struct LinkEnd: Sendable {
     /// longer than the packet lengths negotiated: the other end would drop
     /// it as oversized and the link would go down after the retries.
     public mutating func renegotiate(now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         guard configuration.role == .accessory, case .connected(let link) = state else { return [] }
         let synLength = LinkPacket.headerLength + configuration.parameters.synchronization.encodedLength + 1
         guard synLength <= min(link.sendPacketLength, link.receivePacketLength) else { return [] }
@@ -806,6 +827,7 @@ public struct LinkEnd: Sendable {
     /// The reader has handled `count` delivered bytes: packets held for it
     /// are delivered and acknowledged.
     public mutating func consumed(_ count: Int, now: LinkInstant) -> [LinkAction] {
+        defer { refreshDeadline() }
         unconsumed = max(0, unconsumed - count)
         if case .connected(let link) = state, !link.zeroAck, readerStalled {
             deliverHeld(link: link, now: now)

@@ -147,12 +147,16 @@ public struct Connection: Sendable {
         case .device: phoneEnd = PhoneConnection(configuration, role: phone, readsNowPlaying: readsNowPlaying)
         case .accessory: headUnitEnd = HeadUnitConnection(configuration, role: headUnit)
         }
+        refreshReadings()
     }
 
+    // What a driver reads after every input (the stage, the deadline,
+    // whether a sync waits to send) is stored, kept current by `update`,
+    // not computed by a getter: called from another module, a getter of
+    // this struct works on a copy of the whole connection (over 3 KB).
+
     /// Where the session stands.
-    public var stage: Stage {
-        phoneEnd?.channels.stage ?? headUnitEnd!.channels.stage
-    }
+    public private(set) var stage = Stage.disconnected
 
     /// The phone's media role (on a head unit, an idle one that serves nothing).
     public var phone: PhoneMediaRole {
@@ -178,16 +182,26 @@ public struct Connection: Sendable {
     }
 
     /// When `tick` is next due, if ever.
-    public var nextDeadline: LinkInstant? {
-        // Exactly one end is set: the phone's deadline (itself possibly
-        // nil) on a phone, the head unit's otherwise.
-        phoneEnd != nil ? phoneEnd?.nextDeadline ?? nil : headUnitEnd?.nextDeadline ?? nil
-    }
+    public private(set) var nextDeadline: LinkInstant?
 
-    /// Changes the end the role runs, in place.
+    /// Changes the end the role runs, in place, then brings what a driver
+    /// reads up to date.
     private mutating func update(phone: (inout PhoneConnection) -> [Output],
                                  headUnit: (inout HeadUnitConnection) -> [Output]) -> [Output] {
-        phoneEnd != nil ? phone(&phoneEnd!) : headUnit(&headUnitEnd!)
+        defer { refreshReadings() }
+        return phoneEnd != nil ? phone(&phoneEnd!) : headUnit(&headUnitEnd!)
+    }
+
+    private mutating func refreshReadings() {
+        // Read where the end lies (`phoneEnd!.…`): `if let` would copy it.
+        if phoneEnd != nil {
+            stage = phoneEnd!.channels.stage
+            nextDeadline = phoneEnd!.nextDeadline
+            wantsToSend = phoneEnd!.wantsToSend
+        } else {
+            stage = headUnitEnd!.channels.stage
+            nextDeadline = headUnitEnd!.nextDeadline
+        }
     }
 
     // MARK: - Link
@@ -260,9 +274,7 @@ public struct Connection: Sendable {
 
     /// Phone: whether a media library sync has its next message ready for
     /// when the link has room (`sendMore`). The driver asks after each input.
-    public var wantsToSend: Bool {
-        phoneEnd?.wantsToSend ?? false
-    }
+    public private(set) var wantsToSend = false
 
     /// Phone: the next message of a media library sync, sized for this
     /// link: one link packet's payload (at least 1 KiB, at most a message's

@@ -1,3 +1,4 @@
+import IAPWire
 
 /// What a transport reports.
 public enum TransportEvent: Sendable {
@@ -41,11 +42,51 @@ public protocol Transport: AnyObject, Sendable {
     /// as `queued`), iAP1 having no window of its own.
     /// 0 (the default) for a transport that cannot tell.
     var queuedWriteBytes: Int { get }
+    /// The link packets that suit this transport, which the link end over
+    /// it proposes to receive (its SYN or SYN+ACK); nil (the default) keeps
+    /// the link's defaults. Read when the transport has started, as
+    /// `acceptsCoalescedWrites` is.
+    var linkPacketSizing: LinkPacketSizing? { get }
 }
 
 extension Transport {
     public var acceptsCoalescedWrites: Bool { true }
     public var queuedWriteBytes: Int { 0 }
+    public var linkPacketSizing: LinkPacketSizing? { nil }
+}
+
+/// The largest link packet an end takes and how many it takes unacknowledged:
+/// its own receive limits, which it proposes in the link's SYN (an
+/// accessory) or SYN+ACK (a device) and the peer sends within.
+public struct LinkPacketSizing: Hashable, Sendable, CustomStringConvertible {
+    /// Bytes of the largest link packet, header and checksums included
+    /// (`allowedPacketLengths`).
+    public var maximumPacketLength: Int
+    /// Packets sent and not yet acknowledged, at most (`allowedOutstandingPackets`).
+    public var maximumOutstandingPackets: Int
+
+    /// What a SYN can say: a packet must carry a byte of data, and the
+    /// length field is 16 bits.
+    public static let allowedPacketLengths = LinkSynchronization.minimumPacketLength...LinkPacket.maximumLength
+    /// What a SYN can say: at most 127 outstanding packets.
+    public static let allowedOutstandingPackets = LinkSynchronization.maximumOutstandingRange
+
+    /// Values outside the allowed ranges are clamped into them.
+    public init(maximumPacketLength: Int, maximumOutstandingPackets: Int) {
+        self.maximumPacketLength = maximumPacketLength.clamped(to: Self.allowedPacketLengths)
+        self.maximumOutstandingPackets = maximumOutstandingPackets.clamped(to: Self.allowedOutstandingPackets)
+    }
+
+    public var description: String { "\(maximumPacketLength)-byte packets, \(maximumOutstandingPackets) outstanding" }
+
+    /// Over USB bulk endpoints, host or gadget side (Docs/Performance.md, "Link packets over USB").
+    public static let usbBulk = LinkPacketSizing(maximumPacketLength: 4096, maximumOutstandingPackets: 32)
+    /// Over iAP over HID, host or gadget side (Docs/Performance.md, "Link packets over USB").
+    public static let usbHID = LinkPacketSizing(maximumPacketLength: 4096, maximumOutstandingPackets: 32)
+}
+
+extension Int {
+    fileprivate func clamped(to range: ClosedRange<Int>) -> Int { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
 }
 
 /// Why a transport could not be opened, or why it ended: a kind a caller

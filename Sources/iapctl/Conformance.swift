@@ -207,6 +207,8 @@ private final class WatchedTransport: Transport {
 
     var name: String { inner.name }
     var acceptsCoalescedWrites: Bool { inner.acceptsCoalescedWrites }
+    var linkPacketSizing: LinkPacketSizing? { inner.linkPacketSizing }
+    var queuedWriteBytes: Int { inner.queuedWriteBytes }
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
         do {

@@ -88,6 +88,7 @@ struct Gadget: AsyncParsableCommand {
     /// (an emulated iPhone waits 5 s; a board's port may take longer).
     static let accessoryWait: Duration = .seconds(10)
 
+    @OptionGroup(title: "Link packets") var linkPackets: LinkPacketOptions
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
 
@@ -145,7 +146,8 @@ struct Gadget: AsyncParsableCommand {
             number += 1
             let transport = traceFile?.recording(usb, as: kind, connection: number) ?? usb
             let label = "\(role) #\(number)"
-            let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: endpointAuthentication, logger: Logger(label: label))
+            let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp() : nil, authentication: endpointAuthentication,
+                                         linkPacketLength: linkPackets.linkPacketLength, linkOutstandingPackets: linkPackets.linkOutstanding, logger: Logger(label: label))
             if kind == .headUnit { MediaEventText.follow(endpoint) { Console.result(label, $0) } }
             // A new phone program on the host side gets a fresh link without a
             // replug: the accessory link end starts over by itself.
@@ -194,7 +196,7 @@ struct Gadget: AsyncParsableCommand {
         let deadline = clock.now + Self.accessoryWait
         while true {
             let endpoint = MediaEndpoint(kind: .phone, transport: USBHostTransport(selector: USBDeviceSelector()), app: SampleApp(),
-                                         authentication: authentication, logger: Logger(label: label))
+                                         authentication: authentication, linkPacketLength: linkPackets.linkPacketLength, linkOutstandingPackets: linkPackets.linkOutstanding, logger: Logger(label: label))
             endpoint.stop(when: { $0.endReason != nil })
             do {
                 try endpoint.start()

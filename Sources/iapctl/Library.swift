@@ -70,7 +70,7 @@ struct Library: AsyncParsableCommand {
         logging.bootstrap()
         let (transport, other) = try options.open(as: .headUnit)
         let end = MediaEndpoint(kind: .headUnit, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .headUnit),
-                                logger: Logger(label: "library"))
+                                linkPacketLength: options.linkPackets.linkPacketLength, linkOutstandingPackets: options.linkPackets.linkOutstanding, logger: Logger(label: "library"))
         let phoneAuthentication = try options.authentication.endpointAuthentication(for: .phone)
         let phone = other.map { MediaEndpoint(kind: .phone, transport: $0, app: SampleApp(), authentication: phoneAuthentication, logger: .discarding("endpoint")) }
         let progress = SyncProgress()

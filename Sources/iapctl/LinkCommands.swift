@@ -40,6 +40,8 @@ struct TransportOptions: ParsableArguments {
                                valueName: "form"), completion: .list(IAPHIDReportWriter.LengthForm.allCases.map(\.rawValue)))
     var hidReportLength: IAPHIDReportWriter.LengthForm = .full
 
+    @OptionGroup(title: "Link packets") var linkPackets: LinkPacketOptions
+
     @OptionGroup(title: "Authentication") var authentication: AuthenticationOptions
 
     /// Opens the transport (both ends for loopback), this end recorded when --trace asks.
@@ -47,6 +49,36 @@ struct TransportOptions: ParsableArguments {
         let (transport, other) = self.transport.openPair(hidReportLength: hidReportLength)
         guard let trace else { return (transport, other) }
         return (try TraceFile(path: trace).recording(transport, as: kind), other)
+    }
+}
+
+/// The link packets an end proposes to receive (its SYN or SYN+ACK); the
+/// peer sends within them. Unset: what suits the transport
+/// (`Transport.linkPacketSizing`), else the link's defaults.
+struct LinkPacketOptions: ParsableArguments {
+    @Option(parsing: .unconditional, help: ArgumentHelp("The largest link packet this end takes, in bytes, header and checksums included (\(LinkPacketSizing.allowedPacketLengths.lowerBound)...\(LinkPacketSizing.allowedPacketLengths.upperBound)). Default: what suits the transport (\(LinkPacketOptions.defaults)).",
+                                                        valueName: "bytes"))
+    var linkPacketLength: Int?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("How many link packets this end takes unacknowledged (\(LinkPacketSizing.allowedOutstandingPackets.lowerBound)...\(LinkPacketSizing.allowedOutstandingPackets.upperBound)). Default: what suits the transport.",
+                                                        valueName: "packets"))
+    var linkOutstanding: Int?
+
+    /// The defaults in words, for --help.
+    static var defaults: String {
+        let link = LinkParameters()
+        return "\(link.maximumPacketLength) bytes and \(link.maximumOutstandingPackets) outstanding over TCP, serial and loopback; "
+            + "USB bulk \(LinkPacketSizing.usbBulk.maximumPacketLength) and \(LinkPacketSizing.usbBulk.maximumOutstandingPackets); "
+            + "USB HID \(LinkPacketSizing.usbHID.maximumPacketLength) and \(LinkPacketSizing.usbHID.maximumOutstandingPackets)"
+    }
+
+    func validate() throws {
+        if let length = linkPacketLength, !LinkPacketSizing.allowedPacketLengths.contains(length) {
+            throw ValidationError("--link-packet-length must be between \(LinkPacketSizing.allowedPacketLengths.lowerBound) and \(LinkPacketSizing.allowedPacketLengths.upperBound) bytes (a SYN's 16-bit field; a packet must carry data), not \(length)")
+        }
+        if let outstanding = linkOutstanding, !LinkPacketSizing.allowedOutstandingPackets.contains(outstanding) {
+            throw ValidationError("--link-outstanding must be between \(LinkPacketSizing.allowedOutstandingPackets.lowerBound) and \(LinkPacketSizing.allowedOutstandingPackets.upperBound) packets, not \(outstanding)")
+        }
     }
 }
 
@@ -286,7 +318,8 @@ func runConnection(_ kind: EndKind, transport: Transport, other: Transport?, opt
         let logger = Logger(label: label ?? kind.rawValue)
         let kept = kind == .headUnit ? libraryCache?.load(logger: logger) ?? [] : []
         let endpoint = MediaEndpoint(kind: kind, transport: transport, app: kind == .phone ? SampleApp(library: library) : nil,
-                                     authentication: try options.authentication.endpointAuthentication(for: kind), mediaLibraries: kept, logger: logger)
+                                     authentication: try options.authentication.endpointAuthentication(for: kind), mediaLibraries: kept,
+                                     linkPacketLength: options.linkPackets.linkPacketLength, linkOutstandingPackets: options.linkPackets.linkOutstanding, logger: logger)
         if kind == .headUnit, let libraryCache {
             endpoint.observe { event, connection in
                 if case .media(.mediaLibrarySynced(let id, _)) = event, let mirror = connection.headUnit.mediaLibraries[id] {

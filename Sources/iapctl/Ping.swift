@@ -50,7 +50,7 @@ struct Ping: AsyncParsableCommand {
         logging.bootstrap()
         let (transport, other) = try options.open(as: .pinger)
         let end = MediaEndpoint(kind: .pinger, transport: transport, authentication: try options.authentication.endpointAuthentication(for: .pinger),
-                                logger: Logger(label: "ping"))
+                                linkPacketLength: options.linkPackets.linkPacketLength, linkOutstandingPackets: options.linkPackets.linkOutstanding, logger: Logger(label: "ping"))
         let run = PingRun(end: end, count: count, size: size, timeout: timeout, printsEach: json ? nil : (count <= 20 ? 1 : max(1, count / 10)))
         end.onUnhandledMessage { message in
             if let sequence = DiagnosticPing.sequence(ofAnswer: message) { run.answered(sequence, at: MonotonicClock.now()) }

@@ -77,6 +77,8 @@ private final class RecordingTransport: Transport {
 
     var name: String { inner.name }
     var acceptsCoalescedWrites: Bool { inner.acceptsCoalescedWrites }
+    var linkPacketSizing: LinkPacketSizing? { inner.linkPacketSizing }
+    var queuedWriteBytes: Int { inner.queuedWriteBytes }
     /// Records and writes in order, off the caller's thread (a file write may block).
     private let writer = DispatchQueue(label: "iap.trace.record")
 

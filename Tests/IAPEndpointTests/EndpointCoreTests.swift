@@ -150,6 +150,52 @@ import IAPWire
                 "a bare ACK went out beside the answer: \(packets.map { "\($0.control) \($0.payload)" })")
     }
 
+    /// The link packets a transport suits (or a user asks for) are what
+    /// each end proposes to receive: the accessory's SYN and the device's
+    /// SYN+ACK carry them, each end sends within the other's, and a
+    /// 16,000-byte ping then crosses in one packet. Values no SYN can say
+    /// are clamped, and the cumulative acknowledgements asked for never
+    /// exceed the packets outstanding (a device would refuse the SYN).
+    @Test func theTransportsLinkPacketsAreProposedAndHonoured() throws {
+        var cores = [EndpointCore(kind: .pinger, app: nil, authentication: .off), EndpointCore(kind: .responder, app: nil, authentication: .off)]
+        cores[0].transportOpened(coalescesWrites: true, maximumPacketLength: 100_000, maximumOutstandingPackets: 2)
+        cores[1].transportOpened(coalescesWrites: true, maximumPacketLength: 16_384, maximumOutstandingPackets: 200)
+        var now = LinkInstant.milliseconds(1)
+        var pingerWrites: [[UInt8]] = []
+        func handle(_ input: EndpointCore.Input, at side: Int) {
+            var pending = [(side, input)]
+            while !pending.isEmpty {
+                let (side, input) = pending.removeFirst()
+                for case .write(let bytes) in cores[side].handle(input, now: now) {
+                    if side == 0 { pingerWrites.append(bytes) }
+                    pending.append((1 - side, .received(bytes)))
+                }
+            }
+        }
+        handle(.start, at: 1)
+        handle(.start, at: 0)
+        for _ in 0..<20 {
+            now = now + .milliseconds(100)
+            handle(.tick, at: 0)
+            handle(.tick, at: 1)
+        }
+        let pinger = try #require(cores[0].link.negotiated, "the link did not come up")
+        #expect(pinger.receivePacketLength == 65_535, "the accessory proposed \(pinger.receivePacketLength), not the 16-bit field's largest")
+        #expect(pinger.receiveWindow == 2)
+        #expect(pinger.sendPacketLength == 16_384, "the accessory sends within \(pinger.sendPacketLength), not the device's proposal")
+        #expect(pinger.sendWindow == 127, "the device's 200 outstanding were not clamped to 127: \(pinger.sendWindow)")
+        #expect(pinger.maximumCumulativeAcks <= 2, "\(pinger.maximumCumulativeAcks) cumulative acknowledgements for a window of 2")
+        pingerWrites = []
+        handle(.send(DiagnosticPing.request(sequence: 1, size: 16_000)), at: 0)
+        var decoder = LinkStreamDecoder()
+        pingerWrites.forEach { decoder.append($0) }
+        var dataPackets = 0
+        while let event = decoder.next() {
+            if case .packet(let header, _, true) = event, header.payloadLength > 0 { dataPackets += 1 }
+        }
+        #expect(dataPackets == 1, "a 16,000-byte ping took \(dataPackets) packets under a 16,384-byte limit")
+    }
+
     /// The iAP1 packets in what a core wrote.
     static func iap1Packets(_ outputs: [EndpointCore.Output]) -> [IAP1Packet] {
         let written: [UInt8] = outputs.flatMap { output -> [UInt8] in if case .write(let bytes) = output { bytes } else { [] } }

@@ -12,14 +12,17 @@ import IAPWire
 private final class RecordingTransport: Transport {
     let inner: LoopbackTransport
     private let coalesced: Bool
+    private let sizing: LinkPacketSizing?
     private let started = Mutex(false)
     let writes = Mutex<[[UInt8]]>([])
     var name: String { inner.name }
     var acceptsCoalescedWrites: Bool { started.withLock { $0 } && coalesced }
+    var linkPacketSizing: LinkPacketSizing? { started.withLock { $0 } ? sizing : nil }
 
-    init(_ inner: LoopbackTransport, coalesced: Bool) {
+    init(_ inner: LoopbackTransport, coalesced: Bool, sizing: LinkPacketSizing? = nil) {
         self.inner = inner
         self.coalesced = coalesced
+        self.sizing = sizing
     }
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) throws(TransportError) {
@@ -129,6 +132,50 @@ private final class RecordingTransport: Transport {
         let bound = MediaEndpoint.coalescedWriteLimit + 8 * 1024
         #expect(sizes.allSatisfy { $0 <= bound }, "writes of \(sizes.filter { $0 > bound }) bytes, over \(bound)")
         #expect(sizes.contains { $0 > 4 * 4_096 }, "no write carried several pings: \(sizes)")
+    }
+
+    /// The link packets a transport suits (known once it has started, as
+    /// over USB) are what an endpoint over it proposes, and a length or
+    /// window given at construction wins over the transport's: the pinger
+    /// is given 20,000-byte packets and keeps the transport's window of 6,
+    /// the responder takes the transport's 8,192 bytes and 6. The pinger's
+    /// 20,000-byte ping then leaves in 8,192-byte packets at most.
+    @Test func anEndpointProposesItsTransportsLinkPacketsUnlessGivenOthers() async throws {
+        let (a, b) = LoopbackTransport.pair()
+        let sizing = LinkPacketSizing(maximumPacketLength: 8_192, maximumOutstandingPackets: 6)
+        let recorded = RecordingTransport(a, coalesced: true, sizing: sizing)
+        let pinger = MediaEndpoint(kind: .pinger, transport: recorded, linkPacketLength: 20_000, logger: .discarding("pinger"))
+        let responder = MediaEndpoint(kind: .responder, transport: RecordingTransport(b, coalesced: true, sizing: sizing), logger: .discarding("responder"))
+        let negotiated = Mutex<NegotiatedLink?>(nil)
+        let answered = Mutex(false)
+        pinger.onUnhandledMessage { message in
+            if DiagnosticPing.sequence(ofAnswer: message) == 1 { answered.withLock { $0 = true } }
+        }
+        pinger.stop(when: { status in
+            if let link = status.negotiated { negotiated.withLock { $0 = link } }
+            return answered.withLock { $0 }
+        })
+        pinger.sendFromOutside(DiagnosticPing.request(sequence: 1, size: 20_000))
+        try responder.start()
+        try pinger.start()
+        await runUntilOneStops([pinger, responder], timeout: .seconds(60))
+        let link = try #require(negotiated.withLock { $0 }, "the link never came up")
+        #expect(link.receivePacketLength == 20_000, "the pinger proposed \(link.receivePacketLength) bytes, not the 20,000 it was given")
+        #expect(link.receiveWindow == 6, "the pinger proposed a window of \(link.receiveWindow), not its transport's 6")
+        #expect(link.sendPacketLength == 8_192 && link.sendWindow == 6, "the responder proposed \(link.sendPacketLength) bytes and \(link.sendWindow)")
+        #expect(answered.withLock { $0 }, "the ping was not answered")
+        let largest = recorded.writes.withLock { writes in
+            writes.flatMap { write -> [Int] in
+                var decoder = LinkStreamDecoder()
+                decoder.append(write)
+                var lengths: [Int] = []
+                while let event = decoder.next() {
+                    if case .packet(let header, _, true) = event { lengths.append(header.length) }
+                }
+                return lengths
+            }.max() ?? 0
+        }
+        #expect(largest == 8_192, "the pinger's largest packet was \(largest) bytes, not the responder's limit")
     }
 
     /// A packet transport (USB HID) gets exactly one link packet per write.

@@ -2,7 +2,7 @@
 # USB lab measurement: round trips over iAP over HID, the whole stack
 # against a raw HID echo, over the same controller and the same descriptors:
 #
-#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/throughput-hid.sh 300 [SIZES] [COUNT]
+#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/throughput-hid.sh 300 [SIZES] [COUNT] [LINKS]
 #
 # Baseline: raw-hid-echo.c on both sides (a FunctionFS function with the
 # iPhone's HID descriptors echoing what SET_REPORT brings in input reports;
@@ -11,7 +11,9 @@
 # --identity iphone` answering `iapctl ping --transport usb:05ac:12a8`. Same
 # payload sizes, same round-trip measure. Prints a table and writes
 # throughput-hid.json to the run folder. A measurement, not a limit: checks
-# only fail when a side did not run.
+# only fail when a side did not run. LINKS (default "default"): as in
+# throughput.sh, the stack measured again per entry with both ends proposing
+# LENGTH/OUTSTANDING link packets ("default 65535/5").
 set -u
 
 . "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
@@ -21,6 +23,8 @@ iapctl=${IAPCTL:-$root/.build/release/iapctl}
 [ -x "$iapctl" ] || iapctl=$root/.build/debug/iapctl
 sizes=${1:-"64 1024 4096"}
 count=${2:-100}
+links=${3:-default}
+link_options() { [ "$1" = default ] || echo "--link-packet-length ${1%/*} --link-outstanding ${1#*/}"; }
 configfs=/sys/kernel/config/usb_gadget
 wait_for() { for _ in $(seq 1 80); do eval "$1" && return 0; sleep 0.25; done; return 1; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" "$2"; }
@@ -56,28 +60,38 @@ wait_for "! present 12090003"
 
 # The stack: the iPhone-shaped gadget running the phone role, pinged from the host side over HID.
 check "gadget set up as an iPhone" "$root/scripts/gadget-setup.sh" --identity iphone --no-audio
-"$iapctl" gadget --role phone --identity iphone --udc auto > "$out/gadget.log" 2>&1 &
+n=0
+for link in $links; do
+n=$((n + 1)); tag=$n-${link//\//-}
+"$iapctl" gadget --role phone --identity iphone --udc auto $(link_options "$link") > "$out/gadget-$tag.log" 2>&1 &
 gadget_pid=$!
-check "the iPhone-shaped gadget enumerates" wait_for "present 05ac12a8"
+check "the iPhone-shaped gadget enumerates (link packets: $link)" wait_for "present 05ac12a8"
 udevadm settle
 for size in $sizes; do
-    check "iAP ping over HID, $size bytes x $count" sh -c "'$iapctl' ping --transport usb:05ac:12a8 --size $size --count $count --json > '$out/iap-$size.json' 2> '$out/iap-$size.err'"
+    check "iAP ping over HID, $size bytes x $count, link packets $link" sh -c "'$iapctl' ping --transport usb:05ac:12a8 --size $size --count $count --json $(link_options "$link") > '$out/iap-$tag-$size.json' 2> '$out/iap-$tag-$size.err'"
 done
 kill "$gadget_pid" 2>/dev/null
 wait "$gadget_pid" 2>/dev/null
+echo "" > "$configfs/iapdevkit/UDC" 2>/dev/null
+wait_for "! present 05ac12a8"
+done
 
 echo
-printf '%-8s %16s %16s %14s\n' size "raw median ms" "iAP median ms" "iAP / raw"
+printf '%-14s %-8s %16s %16s %14s\n' "link packets" size "raw median ms" "iAP median ms" "iAP / raw"
 json="{\"binary\":\"$iapctl\",\"count\":$count,\"sizes\":["
 first=1
+n=0
+for link in $links; do
+n=$((n + 1)); tag=$n-${link//\//-}
 for size in $sizes; do
-    raw=$(field median_ms "$out/raw-$size.json"); iap=$(field median_ms "$out/iap-$size.json")
+    raw=$(field median_ms "$out/raw-$size.json"); iap=$(field median_ms "$out/iap-$tag-$size.json")
     [ -n "$raw" ] && [ -n "$iap" ] || continue
     ratio=$(awk -v a="$iap" -v b="$raw" 'BEGIN { printf "%.2f", a / b }')
-    printf '%-8s %16s %16s %13sx\n' "$size" "$raw" "$iap" "$ratio"
+    printf '%-14s %-8s %16s %16s %13sx\n' "$link" "$size" "$raw" "$iap" "$ratio"
     [ $first = 1 ] || json+=","
     first=0
-    json+="{\"size\":$size,\"raw_median_ms\":$raw,\"iap_median_ms\":$iap,\"iap_over_raw\":$ratio}"
+    json+="{\"link_packets\":\"$link\",\"size\":$size,\"raw_median_ms\":$raw,\"iap_median_ms\":$iap,\"iap_over_raw\":$ratio}"
+done
 done
 echo "$json]}" > "$out/throughput-hid.json"
 echo "(round trip of SIZE payload bytes over iAP over HID; $count round trips each; iapctl: $iapctl)"

@@ -2,7 +2,7 @@
 # USB lab measurement: echo throughput over the dummy controller, the whole
 # iAP stack against raw libusb, in the same guest:
 #
-#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/throughput.sh 300 [SIZES] [COUNT]
+#   scripts/usb-lab/run-in-guest.sh scripts/usb-lab/throughput.sh 300 [SIZES] [COUNT] [LINKS]
 #
 # Baseline: the kernel's Loopback gadget function (usb_f_ss_lb echoes bulk OUT
 # on bulk IN) driven by raw-echo.c with synchronous libusb calls, no protocol.
@@ -11,6 +11,12 @@
 # transports). Same payload sizes, same round-trip measure. Prints a table
 # and writes throughput.json to the run folder. This is a measurement, not a
 # speed limit: checks only fail when a side did not run.
+#
+# LINKS (default "default") measures the stack again per entry, in the same
+# guest, with both ends proposing other link packets: LENGTH/OUTSTANDING
+# (--link-packet-length, --link-outstanding), or default for the
+# transport's own; "default 16384/8 65535/5" compares three, and an entry
+# may repeat ("default 65535/5 default 65535/5": rounds, interleaved).
 set -u
 
 . "$(dirname "${BASH_SOURCE[0]}")/scenario-lib.sh"
@@ -22,6 +28,8 @@ iapctl=${IAPCTL:-$root/.build/release/iapctl}
 [ -x "$iapctl" ] || iapctl=$root/.build/debug/iapctl
 sizes=${1:-"1024 4096 16000"}
 count=${2:-200}
+links=${3:-default}
+link_options() { [ "$1" = default ] || echo "--link-packet-length ${1%/*} --link-outstanding ${1#*/}"; }
 configfs=/sys/kernel/config/usb_gadget
 wait_for() { for _ in $(seq 1 80); do eval "$1" && return 0; sleep 0.25; done; return 1; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" "$2"; }
@@ -52,13 +60,23 @@ wait_for "! present 12090002"
 
 # The stack: the project's gadget running the phone role, pinged from the host side.
 check "gadget set up (configfs, functionfs)" "$root/scripts/gadget-setup.sh"
-"$iapctl" gadget --role phone --udc auto > "$out/gadget.log" 2>&1 &
+n=0
+for link in $links; do
+n=$((n + 1)); tag=$n-${link//\//-}
+"$iapctl" gadget --role phone --udc auto $(link_options "$link") > "$out/gadget-$tag.log" 2>&1 &
 gadget_pid=$!
-check "the iAP gadget enumerates" wait_for "present 12090001"
+check "the iAP gadget enumerates (link packets: $link)" wait_for "present 12090001"
 udevadm settle
 for size in $sizes; do
-    check "iAP ping over USB, $size bytes x $count" sh -c "'$iapctl' ping --transport usb:1209:1 --size $size --count $count --json > '$out/iap-$size.json' 2> '$out/iap-$size.err'"
+    check "iAP ping over USB, $size bytes x $count, link packets $link" sh -c "'$iapctl' ping --transport usb:1209:1 --size $size --count $count --json $(link_options "$link") > '$out/iap-$tag-$size.json' 2> '$out/iap-$tag-$size.err'"
 done
+if [ "$link" != default ]; then
+    kill "$gadget_pid" 2>/dev/null
+    wait "$gadget_pid" 2>/dev/null
+    echo "" > "$configfs/iapdevkit/UDC" 2>/dev/null
+    wait_for "! present 12090001"
+    continue
+fi
 # Pings of 484 and 996 bytes travel in link packets of exactly 512 and 1024
 # bytes: whole USB packets, which must end with a zero-length packet or the
 # other side's larger read waits (before the fix, for the 1 s retransmission).
@@ -78,19 +96,26 @@ check "the head unit's link packets share bulk transfers (at most $(most_per_tra
 check "the gadget's link packets share bulk transfers (at most $(most_per_transfer in) in one)" sh -c "[ 0$(most_per_transfer in) -gt 1 ]"
 kill "$gadget_pid" 2>/dev/null
 wait "$gadget_pid" 2>/dev/null
+echo "" > "$configfs/iapdevkit/UDC" 2>/dev/null
+wait_for "! present 12090001"
+done
 
 echo
-printf '%-8s %16s %16s %14s\n' size "raw median ms" "iAP median ms" "iAP / raw"
+printf '%-14s %-8s %16s %16s %14s\n' "link packets" size "raw median ms" "iAP median ms" "iAP / raw"
 json="{\"binary\":\"$iapctl\",\"count\":$count,\"sizes\":["
 first=1
+n=0
+for link in $links; do
+n=$((n + 1)); tag=$n-${link//\//-}
 for size in $sizes; do
-    raw=$(field median_ms "$out/raw-$size.json"); iap=$(field median_ms "$out/iap-$size.json")
+    raw=$(field median_ms "$out/raw-$size.json"); iap=$(field median_ms "$out/iap-$tag-$size.json")
     [ -n "$raw" ] && [ -n "$iap" ] || continue
     ratio=$(awk -v a="$iap" -v b="$raw" 'BEGIN { printf "%.2f", a / b }')
-    printf '%-8s %16s %16s %13sx\n' "$size" "$raw" "$iap" "$ratio"
+    printf '%-14s %-8s %16s %16s %13sx\n' "$link" "$size" "$raw" "$iap" "$ratio"
     [ $first = 1 ] || json+=","
     first=0
-    json+="{\"size\":$size,\"raw_median_ms\":$raw,\"iap_median_ms\":$iap,\"iap_over_raw\":$ratio,\"raw_mb_per_s\":$(field mb_per_s "$out/raw-$size.json")}"
+    json+="{\"link_packets\":\"$link\",\"size\":$size,\"raw_median_ms\":$raw,\"iap_median_ms\":$iap,\"iap_over_raw\":$ratio,\"raw_mb_per_s\":$(field mb_per_s "$out/raw-$size.json")}"
+done
 done
 echo "$json]}" > "$out/throughput.json"
 echo "(round trip of SIZE payload bytes; $count round trips each; iapctl: $iapctl)"
