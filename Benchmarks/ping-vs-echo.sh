@@ -8,7 +8,10 @@
 #   --transport tcp-listen:` in another process (PORT, default 47311), where
 #   every message crosses threads and the kernel as the echo's does;
 # - in-process (context): `iapctl ping` over the in-process loopback, both
-#   link ends and endpoint cores in one process, no thread switch.
+#   link ends and endpoint cores in one process, no thread switch;
+# - echo between processes (context): `tcp-echo --processes`, the same echo
+#   with its echoing side in a child process, so each round trip crosses a
+#   process boundary as the tcp ping does: what that boundary costs alone.
 #
 #   Benchmarks/ping-vs-echo.sh [ROUNDS] [COUNT]      (defaults: 3 rounds, 1000 round trips each)
 #
@@ -20,7 +23,7 @@
 # Prints each tool's median per size and round with its ratio to the echo,
 # then per size the median of the rounds' ratios against the targets of
 # Docs/Performance.md (tcp at most 1.5x the echo at 64 and 16,000 B, 3x at
-# 60,000 B).
+# 60,000 B), and the tcp ping against the echo between processes.
 # SIZES="64 16000 60000" chooses the payload sizes. Builds iapctl in release
 # into ../.build-bench (IAPCTL=path uses that binary instead) and tcp-echo in
 # this package's .build.
@@ -56,8 +59,9 @@ RESULTS="$(mktemp)"
 trap 'rm -f "$RESULTS"; kill $PHONE_PID $BEFORE_PID 2>/dev/null' EXIT
 for round in $(seq 1 "$ROUNDS"); do
     for size in $SIZES; do
-        echo "round $round, $size B: tcp-echo, iapctl ping over tcp, iapctl ping in process" >&2
+        echo "round $round, $size B: tcp-echo (threads, processes), iapctl ping over tcp, iapctl ping in process" >&2
         printf '%s echo %s\n' "$round" "$("$ECHO" "$size" "$COUNT")" >>"$RESULTS"
+        printf '%s processes %s\n' "$round" "$("$ECHO" "$size" "$COUNT" --processes)" >>"$RESULTS"
         printf '%s tcp %s\n' "$round" "$("$IAPCTL" ping --quiet --json --transport "tcp:127.0.0.1:$PORT" --size "$size" --count "$COUNT")" >>"$RESULTS"
         printf '%s process %s\n' "$round" "$("$IAPCTL" ping --quiet --json --size "$size" --count "$COUNT")" >>"$RESULTS"
         if [ -n "${BEFORE:-}" ]; then
@@ -77,12 +81,15 @@ for line in open(sys.argv[1]):
     rows.setdefault((int(round_), figures["size"]), {})[tool] = figures["median_ms"]
 before = any('before' in tools for tools in rows.values())
 print(f"{'round':>5} {'size B':>7} {'echo ms':>9} {'tcp ms':>9} {'tcp/echo':>9} {'in-process ms':>14} {'in-process/echo':>16}"
+      + f" {'echo-proc ms':>13} {'echo-proc/echo':>15}"
       + (f" {'before ms':>10} {'before/echo':>12}" if before else ""))
-ratios, before_ratios = {}, {}
+ratios, before_ratios, process_ratios = {}, {}, {}
 for (round_, size), tools in sorted(rows.items()):
     ratios.setdefault(size, []).append(tools['tcp'] / tools['echo'])
     line = (f"{round_:>5} {size:>7} {tools['echo']:>9.3f} {tools['tcp']:>9.3f} {tools['tcp'] / tools['echo']:>8.2f}x"
-            f" {tools['process']:>14.3f} {tools['process'] / tools['echo']:>15.2f}x")
+            f" {tools['process']:>14.3f} {tools['process'] / tools['echo']:>15.2f}x"
+            f" {tools['processes']:>13.3f} {tools['processes'] / tools['echo']:>14.2f}x")
+    process_ratios.setdefault(size, []).append(tools['tcp'] / tools['processes'])
     if before:
         before_ratios.setdefault(size, []).append(tools['before'] / tools['echo'])
         line += f" {tools['before']:>10.3f} {tools['before'] / tools['echo']:>11.2f}x"
@@ -95,8 +102,10 @@ def median(values):
 
 targets = {64: 1.5, 16000: 1.5, 60000: 3.0}
 print()
-print(f"{'size B':>7} {'tcp/echo, median of rounds':>27} {'target':>7}" + (f" {'before/echo':>12}" if before else ""))
+print(f"{'size B':>7} {'tcp/echo, median of rounds':>27} {'target':>7}" + (f" {'before/echo':>12}" if before else "")
+      + f" {'tcp/echo-proc':>14}")
 for size, values in sorted(ratios.items()):
     target = f"{targets[size]:.1f}x" if size in targets else "-"
-    print(f"{size:>7} {median(values):>26.2f}x {target:>7}" + (f" {median(before_ratios[size]):>11.2f}x" if before else ""))
+    print(f"{size:>7} {median(values):>26.2f}x {target:>7}" + (f" {median(before_ratios[size]):>11.2f}x" if before else "")
+          + f" {median(process_ratios[size]):>13.2f}x")
 EOF

@@ -194,14 +194,10 @@ public final class MediaEndpoint: @unchecked Sendable {
             inbox.withLock { $0.handling = false }
             throw error
         }
-        if sizesLinkByTransport {
-            let suited = transport.linkPacketSizing
-            core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites,
-                                 maximumPacketLength: linkPackets.length ?? suited?.maximumPacketLength,
-                                 maximumOutstandingPackets: linkPackets.outstanding ?? suited?.maximumOutstandingPackets)
-        } else {
-            core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites)
-        }
+        let suited = sizesLinkByTransport ? transport.linkPacketSizing : nil
+        core.transportOpened(coalescesWrites: transport.acceptsCoalescedWrites,
+                             maximumPacketLength: linkPackets.length ?? suited?.maximumPacketLength,
+                             maximumOutstandingPackets: linkPackets.outstanding ?? suited?.maximumOutstandingPackets)
         let (queued, stopped) = inbox.withLock { inbox in
             defer { inbox.pending = [] }
             return (inbox.pending, inbox.ended)

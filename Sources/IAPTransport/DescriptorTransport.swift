@@ -51,6 +51,10 @@ final class DescriptorTransport: Transport {
     private let queuedBytes = Mutex(0)
     private let started = Mutex(false)
 
+    /// A socket (TCP, a socket pair) loses nothing, so the largest packets
+    /// cost no resending; a serial port keeps the link's default. Known once open.
+    var linkPacketSizing: LinkPacketSizing? { state.withLock { $0.isSocket } ? .large : nil }
+
     /// `opener` runs on the transport's thread (it may block, e.g. in
     /// accept). A wait it makes should also poll `closeRequested`, which
     /// becomes readable when `close` is called, and then give up.

@@ -343,7 +343,7 @@ final class EndpointTransport: GadgetConnection {
     /// them: the host splits a bulk read by the packets' length fields
     /// (IAP-FACTS.md).
     var acceptsCoalescedWrites: Bool { true }
-    var linkPacketSizing: LinkPacketSizing? { .usbBulk }
+    var linkPacketSizing: LinkPacketSizing? { .large }
     /// Writes block until the host reads; they go out from here, in order.
     private let writer = DispatchQueue(label: "iap.gadget.write")
     private let input: String
@@ -442,7 +442,7 @@ final class HIDGadgetTransport: GadgetConnection {
     let name = "gadget (HID)"
     /// Each write is one packet in its own reports.
     var acceptsCoalescedWrites: Bool { false }
-    var linkPacketSizing: LinkPacketSizing? { .usbHID }
+    var linkPacketSizing: LinkPacketSizing? { .large }
     /// Writes block until the host reads; they go out from here, in order.
     private let writer = DispatchQueue(label: "iap.gadget.hid.write")
     /// Packets reach the handler from here, one at a time and in the order

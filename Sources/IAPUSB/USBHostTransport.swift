@@ -99,15 +99,9 @@ public final class USBHostTransport: Transport {
             if case .bulk = state.device?.access { true } else { false }
         }
     }
-    /// Once open, what suits the device's interface (bulk or HID); nil before.
+    /// Once open, bulk or HID: the largest packets (`LinkPacketSizing.large`); nil before.
     public var linkPacketSizing: LinkPacketSizing? {
-        state.withLock { state in
-            switch state.device?.access {
-            case .bulk: .usbBulk
-            case nil: nil
-            default: .usbHID
-            }
-        }
+        state.withLock { $0.device == nil ? nil : .large }
     }
     public let selector: USBDeviceSelector
     /// iAP over HID: how many bytes a SET_REPORT carries.

@@ -67,9 +67,8 @@ struct LinkPacketOptions: ParsableArguments {
     /// The defaults in words, for --help.
     static var defaults: String {
         let link = LinkParameters()
-        return "\(link.maximumPacketLength) bytes and \(link.maximumOutstandingPackets) outstanding over TCP, serial and loopback; "
-            + "USB bulk \(LinkPacketSizing.usbBulk.maximumPacketLength) and \(LinkPacketSizing.usbBulk.maximumOutstandingPackets); "
-            + "USB HID \(LinkPacketSizing.usbHID.maximumPacketLength) and \(LinkPacketSizing.usbHID.maximumOutstandingPackets)"
+        return "\(LinkPacketSizing.large.maximumPacketLength) bytes and \(LinkPacketSizing.large.maximumOutstandingPackets) outstanding over TCP and USB, "
+            + "\(link.maximumPacketLength) and \(link.maximumOutstandingPackets) over serial and loopback"
     }
 
     func validate() throws {

@@ -3,7 +3,11 @@
 // protocol at all. One thread echoes every byte it reads; the main thread
 // writes N bytes, reads N bytes back, and times it.
 //
-//   tcp-echo SIZE COUNT      prints one JSON object like `iapctl ping --json`
+//   tcp-echo SIZE COUNT [--processes]   prints one JSON object like `iapctl ping --json`
+//
+// --processes: the echo runs in a child process (fork) instead of a thread,
+// so each round trip crosses a process boundary as `iapctl ping` to
+// `iapctl phone` does (context, not the baseline the targets are set on).
 //
 // Both sockets have TCP_NODELAY, as the project's TCP transport does, so
 // neither side waits for Nagle's algorithm.
@@ -44,8 +48,9 @@ func readExactly(_ socket: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bo
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 3, let size = Int(arguments[1]), let count = Int(arguments[2]), size > 0, count > 0 else {
-    FileHandle.standardError.write(Data("usage: tcp-echo SIZE COUNT\n".utf8))
+let processes = arguments.count == 4 && arguments[3] == "--processes"
+guard arguments.count == 3 || processes, let size = Int(arguments[1]), let count = Int(arguments[2]), size > 0, count > 0 else {
+    FileHandle.standardError.write(Data("usage: tcp-echo SIZE COUNT [--processes]\n".utf8))
     exit(2)
 }
 
@@ -61,8 +66,8 @@ let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.
 guard bound == 0, listen(listener, 1) == 0 else { fail("bind/listen") }
 _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
 
-// The echoing thread: reads whatever arrives and writes it straight back.
-let echo = Thread {
+// The echo: reads whatever arrives and writes it straight back.
+@Sendable func echo() {
     let peer = accept(listener, nil, nil)
     guard peer >= 0 else { fail("accept") }
     noDelay(peer)
@@ -74,7 +79,17 @@ let echo = Thread {
     }
     close(peer)
 }
-echo.start()
+var child: pid_t = 0
+if processes {
+    child = fork()
+    guard child >= 0 else { fail("fork") }
+    if child == 0 {
+        echo()
+        _exit(0)
+    }
+} else {
+    Thread { echo() }.start()
+}
 
 let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
 guard client >= 0 else { fail("socket") }
@@ -97,10 +112,11 @@ for _ in 0..<count {
     milliseconds.append(Double(end.tv_sec - start.tv_sec) * 1e3 + Double(end.tv_nsec - start.tv_nsec) / 1e6)
 }
 close(client)
+if processes { waitpid(child, nil, 0) }
 
 // Percentiles as `iapctl ping` computes them.
 let sorted = milliseconds.sorted()
 func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded(.up)))] }
 func text(_ value: Double) -> String { String(format: "%.3f", value) }
-print("{\"transport\":\"tcp-echo\",\"sent\":\(count),\"received\":\(count),\"size\":\(size),\"min_ms\":\(text(sorted[0])),"
+print("{\"transport\":\"\(processes ? "tcp-echo-processes" : "tcp-echo")\",\"sent\":\(count),\"received\":\(count),\"size\":\(size),\"min_ms\":\(text(sorted[0])),"
     + "\"median_ms\":\(text(percentile(0.5))),\"p99_ms\":\(text(percentile(0.99))),\"max_ms\":\(text(sorted[sorted.count - 1]))}")
