@@ -51,16 +51,19 @@ final class DescriptorTransport: Transport {
     private let queuedBytes = Mutex(0)
     private let started = Mutex(false)
 
-    /// A socket (TCP, a socket pair) loses nothing, so the largest packets
-    /// cost no resending; a serial port keeps the link's default. Known once open.
-    var linkPacketSizing: LinkPacketSizing? { state.withLock { $0.isSocket } ? .large : nil }
+    /// Given by the kind of descriptor at construction (known before it
+    /// opens, which happens on the transport's thread): `.large` for a TCP
+    /// socket, which loses nothing, so the largest packets cost no
+    /// resending; nil for a serial port (the link's default).
+    let linkPacketSizing: LinkPacketSizing?
 
     /// `opener` runs on the transport's thread (it may block, e.g. in
     /// accept). A wait it makes should also poll `closeRequested`, which
     /// becomes readable when `close` is called, and then give up.
-    init(name: String, writeStallLimit: Duration = .seconds(10),
+    init(name: String, writeStallLimit: Duration = .seconds(10), linkPacketSizing: LinkPacketSizing? = nil,
          opener: @escaping @Sendable (_ closeRequested: Int32) throws(TransportError) -> Int32) {
         self.name = name
+        self.linkPacketSizing = linkPacketSizing
         self.writeStallLimit = writeStallLimit
         self.opener = opener
         var fds: [Int32] = [-1, -1]

@@ -12,7 +12,7 @@ public enum TCPTransport {
     /// `writeStallLimit` ends the transport.
     public static func connect(host: String, port: UInt16, writeStallLimit: Duration = .seconds(10)) -> Transport {
         let name = TransportSpec.tcp(host: host, port: port).description
-        return DescriptorTransport(name: name, writeStallLimit: writeStallLimit) { _ throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name, writeStallLimit: writeStallLimit, linkPacketSizing: .large) { _ throws(TransportError) -> Int32 in
             try withAddresses(host: host, port: port, passive: false, name: name, failure: "cannot connect") { address in
                 let fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
@@ -32,7 +32,7 @@ public enum TCPTransport {
     /// when `port` is 0).
     public static func listen(host: String, port: UInt16, ready: (@Sendable (UInt16) -> Void)? = nil) -> Transport {
         let name = TransportSpec.tcpListen(host: host, port: port).description
-        return DescriptorTransport(name: name) { closeRequested throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name, linkPacketSizing: .large) { closeRequested throws(TransportError) -> Int32 in
             let listener = try bindListening(host: host, port: port, backlog: 1, name: name)
             defer { Glibc.close(listener) }
             ready?(boundPort(listener))
@@ -165,7 +165,7 @@ public final class TCPListener: Sendable {
         let name = self.name
         let descriptor = self.descriptor
         // The transport keeps the listener alive while it waits in accept.
-        return DescriptorTransport(name: name) { [self] closeRequested throws(TransportError) -> Int32 in
+        return DescriptorTransport(name: name, linkPacketSizing: .large) { [self] closeRequested throws(TransportError) -> Int32 in
             withExtendedLifetime(self) {}
             let connection = try TCPTransport.accept(on: descriptor, name: name, unlessReadable: closeRequested)
             accepted?()

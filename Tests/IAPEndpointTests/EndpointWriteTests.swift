@@ -178,6 +178,35 @@ private final class RecordingTransport: Transport {
         #expect(largest == 8_192, "the pinger's largest packet was \(largest) bytes, not the responder's limit")
     }
 
+    /// Over TCP both ends propose the largest link packets (65,535 bytes,
+    /// 5 outstanding: `LinkPacketSizing.large`), so a 60,000-byte ping is
+    /// one packet each way; and the proposal holds from the start, though a
+    /// socket opens on the transport's own thread after `start` returns.
+    @Test func tcpEndsProposeTheLargestLinkPackets() async throws {
+        let listener = try TCPTransport.listener(host: "127.0.0.1", port: 0)
+        let responder = MediaEndpoint(kind: .responder, transport: listener.nextConnection(), logger: .discarding("responder"))
+        let pinger = MediaEndpoint(kind: .pinger, transport: TCPTransport.connect(host: "127.0.0.1", port: listener.port), logger: .discarding("pinger"))
+        let negotiated = Mutex<NegotiatedLink?>(nil)
+        let answered = Mutex(false)
+        pinger.onUnhandledMessage { message in
+            if DiagnosticPing.sequence(ofAnswer: message) == 1 { answered.withLock { $0 = true } }
+        }
+        pinger.stop(when: { status in
+            if let link = status.negotiated { negotiated.withLock { $0 = link } }
+            return answered.withLock { $0 }
+        })
+        pinger.sendFromOutside(DiagnosticPing.request(sequence: 1, size: 60_000))
+        try responder.start()
+        try pinger.start()
+        await runUntilOneStops([pinger, responder], timeout: .seconds(60))
+        let link = try #require(negotiated.withLock { $0 }, "the link never came up")
+        #expect(link.sendPacketLength == 65_535 && link.sendWindow == 5, "the responder proposed \(link.sendPacketLength) bytes, \(link.sendWindow) outstanding")
+        #expect(link.receivePacketLength == 65_535 && link.receiveWindow == 5, "the pinger proposed \(link.receivePacketLength) bytes, \(link.receiveWindow) outstanding")
+        #expect(answered.withLock { $0 }, "the ping was not answered")
+        // In 4,096-byte packets the ping alone is 15.
+        #expect(pinger.statistics.packetsSent < 15, "\(pinger.statistics.packetsSent) packets sent for the handshake, identification and one ping")
+    }
+
     /// A packet transport (USB HID) gets exactly one link packet per write.
     @Test func aPacketTransportGetsOnePacketPerWrite() async throws {
         let (writes, _) = try await pingOverRecordedLink(coalesced: false)
