@@ -358,7 +358,7 @@ public struct EndpointCore: Sendable {
         case .action(let action):
             perform(action(&connection, now), now: now)
         case .writeRaw(let bytes):
-            if configuration.coalescesWrites { writes += bytes } else { outputs.append(.write(bytes)) }
+            if configuration.coalescesWrites { write(bytes) } else { outputs.append(.write(bytes)) }
         case .sendRaw(let session, let bytes):
             send(bytes, session: session, now: now)
         }
@@ -413,7 +413,7 @@ public struct EndpointCore: Sendable {
             switch action {
             case .send(let bytes):
                 if configuration.coalescesWrites {
-                    writes += bytes
+                    write(bytes)
                 } else {
                     outputs.append(.write(bytes))
                 }
@@ -607,6 +607,13 @@ public struct EndpointCore: Sendable {
     }
 
     private mutating func log(_ level: Level, _ line: String) { outputs.append(.log(level, line)) }
+
+    /// Adds `bytes` to this input's write; the first packet of a turn is
+    /// taken as it is (appending it to the empty write copied it, a whole
+    /// 64 KB packet at a time).
+    private mutating func write(_ bytes: [UInt8]) {
+        if writes.isEmpty { writes = bytes } else { writes += bytes }
+    }
 
     /// This input's outputs, its write first.
     private mutating func take() -> [Output] {
