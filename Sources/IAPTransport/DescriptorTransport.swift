@@ -57,6 +57,18 @@ final class DescriptorTransport: Transport {
     /// resending; nil for a serial port (the link's default).
     let linkPacketSizing: LinkPacketSizing?
 
+    /// Bytes one read takes at most.
+    static let readSize = 64 * 1024
+    /// Reads of at least this many bytes are handed over in their own
+    /// buffer; shorter ones are copied out of it into an array of their
+    /// size, so a short read never holds 64 KB.
+    static let handedOverRead = 16 * 1024
+
+    /// A buffer for one read; its bytes are what `read` writes (not zeroed first).
+    private static func readBuffer() -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: readSize) { _, count in count = readSize }
+    }
+
     /// `opener` runs on the transport's thread (it may block, e.g. in
     /// accept). A wait it makes should also poll `closeRequested`, which
     /// becomes readable when `close` is called, and then give up.
@@ -124,7 +136,7 @@ final class DescriptorTransport: Transport {
             finish(TransportError(.closed, "closed by this end"))
             return
         }
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var buffer = Self.readBuffer()
         var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while true {
             if !isSocket {
@@ -142,6 +154,13 @@ final class DescriptorTransport: Transport {
                 // write shut it down.
                 let ended = state.withLock { $0.closed } || writeState.withLock({ $0.failure }) != nil
                 return finish(ended ? closedByThisEnd : TransportError(.closed, "the peer closed the connection"))
+            case .success(let count) where count >= Self.handedOverRead:
+                // A long read is handed over in the buffer it was read into
+                // (copying up to 64 KB out of it was one more copy of every
+                // long message); the next read gets a new buffer.
+                buffer.removeLast(buffer.count - count)
+                handler?(.received(buffer))
+                buffer = Self.readBuffer()
             case .success(let count):
                 handler?(.received(Array(buffer[0..<count])))
             case .failure(.resourceTemporarilyUnavailable):
