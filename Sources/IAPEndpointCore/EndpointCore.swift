@@ -619,11 +619,13 @@ public struct EndpointCore: Sendable {
     private mutating func take() -> [Output] {
         refreshReadings()
         var taken = outputs
+        // Handed over, not emptied in place: emptying storage the caller
+        // holds allocated a new buffer at every input.
+        outputs = []
         if !writes.isEmpty {
             taken.insert(.write(writes), at: 0)
             writes = []
         }
-        outputs.removeAll(keepingCapacity: true)
         return taken
     }
 }

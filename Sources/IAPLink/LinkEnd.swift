@@ -1078,8 +1078,11 @@ public struct LinkEnd: Sendable {
         actions.append(.send(bytes))
     }
 
+    /// Handed over and replaced by an empty list: emptying the list while
+    /// the caller holds its storage allocated a new buffer at every call,
+    /// even one that acts on nothing.
     private mutating func takeActions() -> [LinkAction] {
-        defer { actions.removeAll(keepingCapacity: true) }
+        defer { actions = [] }
         return actions
     }
 }

@@ -105,9 +105,11 @@ struct SessionChannels: Sendable {
 
     mutating func log(_ line: String) { emit(.log(line)) }
 
-    /// The outputs of one input, in order.
+    /// The outputs of one input, in order. Handed over and replaced by an
+    /// empty list: emptying the list while the caller holds its storage
+    /// allocated a new buffer at every input, even one that outputs nothing.
     mutating func take() -> [Connection.Output] {
-        defer { outputs.removeAll(keepingCapacity: true) }
+        defer { outputs = [] }
         return outputs
     }
 }
