@@ -179,6 +179,18 @@ import IAPWire
             handle(.tick, at: 0)
             handle(.tick, at: 1)
         }
+        // The accessory's SYN says only what a device may accept: no more
+        // cumulative acknowledgements than packets outstanding.
+        var synDecoder = LinkStreamDecoder()
+        pingerWrites.forEach { synDecoder.append($0) }
+        var proposals: [LinkSynchronization] = []
+        while let event = synDecoder.next() {
+            if case .packet(let header, _, true) = event, header.control.contains(.syn) {
+                proposals.append(try LinkSynchronization(decoding: synDecoder.payload))
+            }
+        }
+        let proposal = try #require(proposals.first, "the accessory sent no SYN")
+        #expect(proposal.violations.isEmpty, "the SYN breaks the rules: \(proposal.violations)")
         let pinger = try #require(cores[0].link.negotiated, "the link did not come up")
         #expect(pinger.receivePacketLength == 65_535, "the accessory proposed \(pinger.receivePacketLength), not the 16-bit field's largest")
         #expect(pinger.receiveWindow == 2)
