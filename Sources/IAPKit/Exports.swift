@@ -44,3 +44,6 @@ public typealias TrustAnchors = IAPAuthentication.TrustAnchors
 public typealias Transport = IAPTransport.Transport
 public typealias TransportError = IAPTransport.TransportError
 public typealias TransportSpec = IAPTransport.TransportSpec
+// Writing a transport of one's own (IAPKit.docc, "Writing a transport").
+public typealias TransportEvent = IAPTransport.TransportEvent
+public typealias LinkPacketSizing = IAPTransport.LinkPacketSizing

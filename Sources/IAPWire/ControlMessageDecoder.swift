@@ -108,6 +108,18 @@ public struct ControlMessageFramer: Sendable {
         start = 0
     }
 
+    /// After `next()` returned a message that filled the whole buffer (it
+    /// began at its start and nothing came after it): hands the buffer
+    /// over, so the message can keep it as its own instead of a copy, and
+    /// starts an empty one. Nil otherwise; nothing changes then.
+    mutating func takeBuffer(holdingOnly message: Range<Int>) -> [UInt8]? {
+        guard message.lowerBound == ControlMessage.headerLength, message.upperBound == buffer.count, start == buffer.count else { return nil }
+        bufferOffset += buffer.count
+        start = 0
+        defer { buffer = [] }
+        return buffer
+    }
+
     public mutating func finish() { finished = true }
 
     /// The incomplete candidate message held (after `next()` returned nil), if any.
@@ -252,8 +264,13 @@ public struct ControlMessageDecoder: Sendable {
         switch framer.next() {
         case nil: return nil
         case .message(let id, let offset, _, let body)?:
-            // A buffer of its own (one allocation): views into the stream's
-            // buffer would keep it alive and make it copy itself on the next append.
+            // A message that was the whole buffer (a long one, as the link
+            // delivered it) takes the buffer itself. Any other gets a buffer
+            // of its own (one allocation): views into the stream's buffer
+            // would keep it alive and make it copy itself on the next append.
+            if let whole = framer.takeBuffer(holdingOnly: body.indices) {
+                return .message(ControlMessage(id: id, parameters: ParameterList(wellFormed: whole, in: body.indices)), offset: offset)
+            }
             return .message(ControlMessage(id: id, parameters: ParameterList(wellFormed: Array(body))), offset: offset)
         case .malformed(let id, let offset, let length, let error)?: return .malformed(id: id, offset: offset, length: length, error: error)
         case .oversized(let id, let offset, let length)?: return .oversized(id: id, offset: offset, length: length)

@@ -82,6 +82,12 @@ public struct ParameterList: RangeReplaceableCollection, Hashable, Sendable, Exp
         range = storage.indices
     }
 
+    /// A list over `range` of bytes already known to be a well-formed list there.
+    init(wellFormed storage: [UInt8], in range: Range<Int>) {
+        self.storage = storage
+        self.range = range
+    }
+
     /// The list's bytes: its wire form, unless it holds a parameter too long for the wire.
     public var bytes: ArraySlice<UInt8> { storage[range] }
 

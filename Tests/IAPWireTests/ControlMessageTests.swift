@@ -143,6 +143,47 @@ import Testing
         }
     }
 
+    /// Arrays as the link delivers them: a message that is a whole array
+    /// is taken with the array as its buffer, the others copied out. Both
+    /// kinds decode to the same messages at the same offsets, in any order
+    /// and after each other, and a taken message changed afterwards
+    /// changes only itself.
+    @Test func messagesDeliveredAsWholeArraysDecodeAsThoseInPieces() throws {
+        let messages = try Self.messages()
+        let encoded = try messages.map { try $0.encoded() }
+        var arrays: [[UInt8]] = encoded                                   // each message its own array: taken
+        arrays.append(encoded[2] + encoded[3])                           // two in one array: copied out
+        arrays.append(Array(encoded[1].prefix(5)))                       // one in pieces: copied out
+        arrays.append(Array(encoded[1].dropFirst(5)))
+        arrays.append(encoded[3])                                        // and whole again after them
+        let expected = messages + [messages[2], messages[3], messages[1], messages[3]]
+        var decoder = ControlMessageDecoder()
+        var decoded: [(ControlMessage, Int)] = []
+        for array in arrays {
+            decoder.append(array)
+            while let event = decoder.next() {
+                guard case .message(let message, let offset) = event else {
+                    Issue.record("unexpected \(event)")
+                    continue
+                }
+                decoded.append((message, offset))
+            }
+        }
+        #expect(decoded.map(\.0) == expected)
+        var offsets: [Int] = []
+        var total = 0
+        for message in expected {
+            offsets.append(total)
+            total += try message.encoded().count
+        }
+        #expect(decoded.map(\.1) == offsets)
+        #expect(decoder.bufferedByteCount == 0)
+        var changed = decoded[3].0
+        changed.parameters.append(.uint8(9, 1))
+        #expect(changed.parameters.count == messages[3].parameters.count + 1)
+        #expect(decoded[3].0 == messages[3], "changing a copy of a taken message changed the decoded one")
+    }
+
     @Test func malformedMessageDoesNotHideTheNext() throws {
         let good = try ControlMessage(id: 0x1D02).encoded()
         // Claims 12 bytes; its parameter claims 9 where 6 remain.
