@@ -294,6 +294,31 @@ import Testing
         #expect(errors.contains("stopped after") && errors.contains("the transport closed"), "\(errors)")
     }
 
+    /// Link packets given on the command line are what the end proposes:
+    /// a ping given 2,048-byte packets, 3 outstanding, says so in its SYN
+    /// and is answered over them, the phone over TCP proposes its
+    /// transport's 65,535 bytes and 5, and a value no SYN can say is
+    /// refused by name.
+    @Test func linkPacketsGivenAreProposed() throws {
+        let directory = try Self.temporaryDirectory()
+        let (phone, phoneLog, port) = try Self.listeningPhone(loggingIn: directory)
+        defer { Self.stop(phone) }
+        let trace = directory.appendingPathComponent("ping.pcapng").path
+        let ping = try Self.run(["ping", "--transport", "tcp:127.0.0.1:\(port)", "--count", "2", "--size", "60000", "--json",
+                                 "--link-packet-length", "2048", "--link-outstanding", "3", "--trace", trace])
+        #expect(ping.status == 0, "\(ping.stderr) \(Self.text(phoneLog))")
+        let decoded = try Self.run(["decode", trace, "--json"])
+        let syns = decoded.stdout.split(separator: "\n").filter { $0.contains("\"max_packet_length\"") }
+        #expect(syns.contains { $0.contains("\"max_packet_length\":2048") && $0.contains("\"max_outstanding\":3") }, "\(syns)")
+        #expect(syns.contains { $0.contains("\"max_packet_length\":65535") && $0.contains("\"max_outstanding\":5") }, "the phone over TCP: \(syns)")
+        let tooShort = try Self.run(["ping", "--link-packet-length", "10"])
+        #expect(tooShort.status == 64)
+        #expect(tooShort.stderr.contains("--link-packet-length must be between 24 and 65535 bytes"), "\(tooShort.stderr)")
+        let tooMany = try Self.run(["gadget", "--link-outstanding", "128"])
+        #expect(tooMany.status == 64)
+        #expect(tooMany.stderr.contains("--link-outstanding must be between 1 and 127 packets"), "\(tooMany.stderr)")
+    }
+
     // MARK: usage mistakes
 
     /// A word that names no command was an "unexpected argument".
