@@ -48,11 +48,6 @@ device_path() {
     return 0
 }
 # Waits up to $1 tenths of a second for the command to succeed (polling every 50 ms).
-within() {
-    local n=$(( $1 * 2 )); shift
-    while [ "$n" -gt 0 ]; do "$@" > /dev/null 2>&1 && return 0; sleep 0.05; n=$((n - 1)); done
-    "$@" > /dev/null 2>&1
-}
 present() { [ -n "$(device_path)" ]; }
 absent() { [ -z "$(device_path)" ]; }
 logged() { grep -q -- "$1" "$log"; }

@@ -24,11 +24,6 @@ case "${1:-}" in
 esac
 
 # Waits up to $1 tenths of a second for the command to succeed.
-within() {
-    local tenths=$1; shift
-    for _ in $(seq 1 "$tenths"); do "$@" > /dev/null 2>&1 && return 0; sleep 0.1; done
-    "$@" > /dev/null 2>&1
-}
 count() { grep -c -- "$1" "$2" 2>/dev/null; }
 exactly() { [ "$(count "$2" "$3")" -eq "$1" ]; }
 
@@ -41,8 +36,9 @@ gadget_pid=$!
 device_path() { grep -l '^1209$' /sys/bus/usb/devices/*/idVendor 2>/dev/null | head -n 1 | xargs -r dirname; }
 check "the gadget enumerates on the host side" within 100 sh -c "grep -q '^1209\$' /sys/bus/usb/devices/*/idVendor"
 dev=$(device_path)
+# The interface's directory appears a moment after the device's: wait for it.
 check "its iAP interface: class ff, subclass f0, protocol 00" \
-    sh -c "[ \"\$(cat $dev/*:1.0/bInterfaceClass) \$(cat $dev/*:1.0/bInterfaceSubClass) \$(cat $dev/*:1.0/bInterfaceProtocol)\" = 'ff f0 00' ]"
+    within 50 sh -c "[ \"\$(cat $dev/*:1.0/bInterfaceClass) \$(cat $dev/*:1.0/bInterfaceSubClass) \$(cat $dev/*:1.0/bInterfaceProtocol)\" = 'ff f0 00' ]"
 check "the gadget runs the head-unit role: head-unit #1 connected" within 100 grep -q 'head-unit #1: connected$' "$out/gadget.log"
 udevadm settle
 

@@ -30,27 +30,37 @@ phone_pid=$!
 
 present() { grep -q "^$1\$" /sys/bus/usb/devices/*/idVendor 2>/dev/null; }
 gone() { ! present "$1"; }
-within() {
-    local tenths=$1; shift
-    for _ in $(seq 1 "$tenths"); do "$@" > /dev/null 2>&1 && return 0; sleep 0.1; done
-    "$@" > /dev/null 2>&1
-}
 check "the phone enumerates as an iPhone (05ac)" within 100 present 05ac
 udevadm settle
 
-# What the accessory presents, read on the host side while it is there (its
-# interface directories come and go while the host configures it: read until
-# every value is there).
+# What the accessory presents, read on the host side while it is there. Its
+# interface directory and files appear one by one while the host configures
+# it, and it is there for a second or two: the watcher reads sysfs with shell
+# built-ins only (a round of forks takes most of a second under emulation),
+# until every value is there, and writes the record in one rename, so that
+# stopping it mid-read never leaves half a record.
+accessory_record() {
+    local dev vendor product configuration interface class subclass protocol endpoints
+    for dev in /sys/bus/usb/devices/*; do
+        read -r vendor 2> /dev/null < "$dev/idVendor" && [ "$vendor" = 1209 ] && break
+        dev=
+    done
+    [ -n "$dev" ] || return 1
+    local interfaces=("$dev"/*:1.0)
+    local intf=${interfaces[0]}
+    read -r product < "$dev/idProduct" && read -r configuration < "$dev/configuration" \
+        && read -r interface < "$intf/interface" && read -r class < "$intf/bInterfaceClass" \
+        && read -r subclass < "$intf/bInterfaceSubClass" && read -r protocol < "$intf/bInterfaceProtocol" || return 1
+    endpoints=("$intf"/ep_*)
+    endpoints=("${endpoints[@]##*/}")
+    [[ " ${endpoints[*]} " == *" ep_02 "* && " ${endpoints[*]} " == *" ep_81 "* ]] || return 1
+    printf 'ids %s:%s\nconfiguration %s\ninterface %s\nclass %s %s %s\nendpoints %s\n' \
+        "$vendor" "$product" "$configuration" "$interface" "$class" "$subclass" "$protocol" "${endpoints[*]}"
+}
 (
     for _ in $(seq 1 900); do
-        dev=$(grep -l '^1209$' /sys/bus/usb/devices/*/idVendor 2>/dev/null | head -n 1 | xargs -r dirname)
-        if [ -n "$dev" ] && {
-            echo "ids $(cat "$dev/idVendor"):$(cat "$dev/idProduct")"
-            echo "configuration $(cat "$dev/configuration")"
-            echo "interface $(cat "$dev"/*:1.0/interface)"
-            echo "class $(cat "$dev"/*:1.0/bInterfaceClass) $(cat "$dev"/*:1.0/bInterfaceSubClass) $(cat "$dev"/*:1.0/bInterfaceProtocol)"
-            echo "endpoints $(cd "$dev"/*:1.0 && ls -d ep_* | tr '\n' ' ')"
-        } > "$out/accessory.txt" 2> /dev/null && grep -q '^class ff' "$out/accessory.txt"; then
+        if accessory_record > "$out/accessory.tmp" 2> /dev/null; then
+            mv "$out/accessory.tmp" "$out/accessory.txt"
             exit 0
         fi
         sleep 0.1

@@ -5,6 +5,7 @@
 #   lab_require 240 "[ARGS]"      # exits 2 outside the lab guest
 #   lab_start_usb [MODULE...]     # dummy_hcd, libcomposite, usb_f_fs (+ modules), udevd
 #   check "what" command args...  # PASS/FAIL line, counted
+#   within TENTHS command args...  # the command until it succeeds, for at most TENTHS/10 s
 #   lab_finish                    # "N passed, N failed"; exit status 1 on any failure
 
 here=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)
@@ -27,6 +28,12 @@ lab_require() {
 check() {
     local what=$1; shift
     if "$@" > /dev/null 2>&1; then passed=$((passed + 1)); echo "PASS: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
+}
+
+within() {
+    local n=$(( $1 * 2 )); shift
+    while [ "$n" -gt 0 ]; do "$@" > /dev/null 2>&1 && return 0; sleep 0.05; n=$((n - 1)); done
+    "$@" > /dev/null 2>&1
 }
 
 # The kernel's USB gadget stack with its dummy controller, and udevd (Debian's

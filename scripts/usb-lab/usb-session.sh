@@ -27,8 +27,9 @@ wait_for_device() {
 }
 check "the gadget enumerates on the host side" wait_for_device
 dev=$(device_path)
-check "its iAP interface: class ff, subclass f0, protocol 00" \
-    sh -c "[ \"\$(cat $dev/*:1.0/bInterfaceClass) \$(cat $dev/*:1.0/bInterfaceSubClass) \$(cat $dev/*:1.0/bInterfaceProtocol)\" = 'ff f0 00' ]"
+# The interface's directory appears a moment after the device's: wait for it.
+iap_interface() { [ "$(cat "$dev"/*:1.0/bInterfaceClass) $(cat "$dev"/*:1.0/bInterfaceSubClass) $(cat "$dev"/*:1.0/bInterfaceProtocol)" = 'ff f0 00' ]; }
+check "its iAP interface: class ff, subclass f0, protocol 00" within 50 iap_interface
 udevadm settle
 
 session() {
