@@ -60,14 +60,8 @@ public enum MediaMessage: Hashable, Sendable {
                 parameters.appendInteger(ParameterID.BrowseRequest.count, count)
             }
         case .browseResponse(let response):
-            return ControlMessage(id: MessageID.browseResponse, capacity: Self.pageCapacity(items: response.items.count, sections: response.sections.count)) { parameters in
-                parameters.appendInteger(ParameterID.BrowseResponse.requestIdentifier, response.requestID)
-                parameters.appendInteger(ParameterID.BrowseResponse.status, response.status.rawValue)
-                parameters.appendInteger(ParameterID.BrowseResponse.totalCount, response.totalCount)
-                parameters.appendInteger(ParameterID.BrowseResponse.offset, response.offset)
-                for item in response.items { Self.appendItem(item, id: ParameterID.BrowseResponse.item, to: &parameters) }
-                for section in response.sections { Self.appendSection(section, to: &parameters) }
-                if let error = response.error { parameters.appendString(ParameterID.BrowseResponse.errorText, error) }
+            return ControlMessage(id: MessageID.browseResponse, capacity: Self.pageCapacity(items: response.items.count, sections: response.sections.count)) {
+                Self.write(response, to: &$0)
             }
         case .playItem(let id, let item, let entry):
             return ControlMessage(id: MessageID.playItemRequest, capacity: 64) { parameters in
@@ -123,14 +117,8 @@ public enum MediaMessage: Hashable, Sendable {
                 parameters.appendInteger(ParameterID.QueueRequest.count, count)
             }
         case .queueResponse(let response):
-            return ControlMessage(id: MessageID.queueResponse, capacity: Self.pageCapacity(items: response.items.count, sections: 0)) { parameters in
-                parameters.appendInteger(ParameterID.QueueResponse.requestIdentifier, response.requestID)
-                parameters.appendInteger(ParameterID.QueueResponse.status, response.status.rawValue)
-                parameters.appendInteger(ParameterID.QueueResponse.totalCount, response.totalCount)
-                parameters.appendInteger(ParameterID.QueueResponse.offset, response.offset)
-                parameters.appendInteger(ParameterID.QueueResponse.currentIndex, response.currentIndex)
-                for item in response.items { Self.appendItem(item, id: ParameterID.QueueResponse.item, to: &parameters) }
-                if let error = response.error { parameters.appendString(ParameterID.QueueResponse.errorText, error) }
+            return ControlMessage(id: MessageID.queueResponse, capacity: Self.pageCapacity(items: response.items.count, sections: 0)) {
+                Self.write(response, to: &$0)
             }
         case .imageRequest(let id, let image, let scale):
             return ControlMessage(id: MessageID.imageRequest, capacity: 24 + image.utf8.count) { parameters in
@@ -184,8 +172,44 @@ public enum MediaMessage: Hashable, Sendable {
     /// so that most pages are written with one allocation.
     static func pageCapacity(items: Int, sections: Int) -> Int { 48 + items * 160 + sections * 48 }
 
+    /// A BrowseResponse's message on the wire, counted without writing it.
+    static func encodedLength(of response: BrowseResponse) -> Int {
+        var counter = ParameterLengthCounter()
+        write(response, to: &counter)
+        return ControlMessage.headerLength + counter.length
+    }
+
+    /// A QueueResponse's message on the wire, counted without writing it.
+    static func encodedLength(of response: QueueResponse) -> Int {
+        var counter = ParameterLengthCounter()
+        write(response, to: &counter)
+        return ControlMessage.headerLength + counter.length
+    }
+
+    /// A BrowseResponse's parameters, written or counted.
+    static func write<Writer: ParameterWriter>(_ response: BrowseResponse, to parameters: inout Writer) {
+        parameters.appendInteger(ParameterID.BrowseResponse.requestIdentifier, response.requestID)
+        parameters.appendInteger(ParameterID.BrowseResponse.status, response.status.rawValue)
+        parameters.appendInteger(ParameterID.BrowseResponse.totalCount, response.totalCount)
+        parameters.appendInteger(ParameterID.BrowseResponse.offset, response.offset)
+        for item in response.items { appendItem(item, id: ParameterID.BrowseResponse.item, to: &parameters) }
+        for section in response.sections { appendSection(section, to: &parameters) }
+        if let error = response.error { parameters.appendString(ParameterID.BrowseResponse.errorText, error) }
+    }
+
+    /// A QueueResponse's parameters, written or counted.
+    static func write<Writer: ParameterWriter>(_ response: QueueResponse, to parameters: inout Writer) {
+        parameters.appendInteger(ParameterID.QueueResponse.requestIdentifier, response.requestID)
+        parameters.appendInteger(ParameterID.QueueResponse.status, response.status.rawValue)
+        parameters.appendInteger(ParameterID.QueueResponse.totalCount, response.totalCount)
+        parameters.appendInteger(ParameterID.QueueResponse.offset, response.offset)
+        parameters.appendInteger(ParameterID.QueueResponse.currentIndex, response.currentIndex)
+        for item in response.items { appendItem(item, id: ParameterID.QueueResponse.item, to: &parameters) }
+        if let error = response.error { parameters.appendString(ParameterID.QueueResponse.errorText, error) }
+    }
+
     /// An Item group of BrowseResponse or QueueResponse (`id` says which).
-    static func appendItem(_ item: ContentItem, id: UInt16, to parameters: inout ParameterList) {
+    static func appendItem<Writer: ParameterWriter>(_ item: ContentItem, id: UInt16, to parameters: inout Writer) {
         parameters.appendGroup(id) { members in
             members.appendString(ParameterID.ContentItem.itemIdentifier, item.id)
             members.appendInteger(ParameterID.ContentItem.itemKind, item.kind.rawValue)
@@ -213,7 +237,7 @@ public enum MediaMessage: Hashable, Sendable {
         }
     }
 
-    static func appendSection(_ section: ContentSection, to parameters: inout ParameterList) {
+    static func appendSection<Writer: ParameterWriter>(_ section: ContentSection, to parameters: inout Writer) {
         parameters.appendGroup(ParameterID.BrowseResponse.section) { members in
             let kind = ParameterID.Section.sectionKind
             members.appendInteger(ParameterID.Section.sectionIdentifier, section.id)

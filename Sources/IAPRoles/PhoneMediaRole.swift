@@ -468,7 +468,7 @@ public struct PhoneMediaRole: Sendable {
                                                               error: "\(items.count) tabs offered; the head unit shows at most \(current.limits.tabsShown)")))]
             }
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: 0, items: items, sections: sections)
-            if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
+            if MediaMessage.encodedLength(of: response) > ControlMessage.maximumLength {
                 response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the tabs do not fit in one message")
             }
             return [.send(.browseResponse(response))]
@@ -480,7 +480,7 @@ public struct PhoneMediaRole: Sendable {
             let page = Array(items.prefix(count))
             var response = BrowseResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
                                           items: page, sections: sections)
-            if MediaMessage.browseResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
+            if MediaMessage.encodedLength(of: response) > ControlMessage.maximumLength {
                 response = BrowseResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
             }
             return [.send(.browseResponse(response))]
@@ -489,7 +489,7 @@ public struct PhoneMediaRole: Sendable {
         case (.queue(let offset, let count), .queue(let items, let total, let currentIndex)):
             var response = QueueResponse(requestID: id, status: .success, totalCount: UInt32(clamping: total), offset: UInt32(clamping: offset),
                                          currentIndex: UInt32(clamping: currentIndex), items: Array(items.prefix(count)))
-            if MediaMessage.queueResponse(response).controlMessage.encodedLength > ControlMessage.maximumLength {
+            if MediaMessage.encodedLength(of: response) > ControlMessage.maximumLength {
                 response = QueueResponse(requestID: id, status: .exceedsLimits, error: "the page does not fit in one message; ask for fewer items")
             }
             return [.send(.queueResponse(response))]

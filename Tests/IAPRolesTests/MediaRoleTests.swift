@@ -241,6 +241,58 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(response.error?.contains("3 images") == true)
     }
 
+    /// The phone's check that a page fits one message is exact, for every
+    /// field of an item and every kind of section: a page whose message is
+    /// 65,535 bytes goes out whole, one a byte longer is refused (browse
+    /// pages and queue pages alike).
+    @Test func aPageFillingOneMessageExactlyIsSentAndOneByteMoreIsRefused() throws {
+        let row = ContentItem.ImageRow(title: "Covers", entries: [.init(id: "c1", imageID: "i1"), .init(id: "c2", imageID: "i2", selectable: false)])
+        let fields = [
+            ContentItem(id: "a", kind: .container, text: "Albums", detailText: "12 albums", imageID: "img", accessory: .cloud, badge: "NEW"),
+            ContentItem(id: "b", kind: .playable, text: "Track", detailText: "3:05", playingIndicator: .trailing, appValue: [1, 2, 3], section: 1),
+            ContentItem(id: "c", kind: .playable, text: "Loading…", isEnabled: false),
+            ContentItem(id: "d", kind: .container, text: "Covers", imageRow: row),
+        ]
+        let sections = [ContentSection(id: 0, kind: .loading), ContentSection(id: 1, kind: .playAll(itemCount: 12)),
+                        ContentSection(id: 2, kind: .empty(text: "Nothing played yet")), ContentSection(id: 3, kind: .loadFailed(text: "Tap to retry")),
+                        ContentSection(id: 4, kind: .plain(title: "Albums")), ContentSection(id: 5, kind: .plain(title: nil))]
+        // The last row's title is `bytes` bytes of UTF-8, two-byte characters and all.
+        func page(_ bytes: Int) -> [ContentItem] {
+            fields + [ContentItem(id: "long", kind: .playable, text: String(repeating: "é", count: bytes / 2) + String(repeating: "x", count: bytes % 2))]
+        }
+        func browsed(_ items: [ContentItem]) throws -> BrowseResponse? {
+            var phone = makePhone()
+            _ = phone.connect(now: t0)
+            let token = try #require(loads(phone.receive(.browseRequest(requestID: 7, containerID: "album", offset: 0, count: 10), now: t0)).first).0
+            guard case .browseResponse(let response)? = sent(phone.complete(token: token, with: .page(items: items, sections: sections, totalCount: items.count), now: t0)).first else { return nil }
+            return response
+        }
+        func queued(_ items: [ContentItem]) throws -> QueueResponse? {
+            var phone = makePhone()
+            _ = phone.connect(now: t0)
+            let token = try #require(loads(phone.receive(.queueRequest(requestID: 8, offset: 0, count: 10), now: t0)).first).0
+            guard case .queueResponse(let response)? = sent(phone.complete(token: token, with: .queue(items: items, totalCount: items.count, currentIndex: 1), now: t0)).first else { return nil }
+            return response
+        }
+        let browseRoom = ControlMessage.maximumLength
+            - MediaMessage.browseResponse(BrowseResponse(requestID: 7, status: .success, totalCount: 5, items: page(0), sections: sections)).controlMessage.encodedLength
+        let fits = try #require(try browsed(page(browseRoom)))
+        #expect(fits.status == .success && fits.items == page(browseRoom) && fits.sections == sections)
+        #expect(MediaMessage.browseResponse(fits).controlMessage.encodedLength == ControlMessage.maximumLength)
+        #expect(try wire(.browseResponse(fits)) == .browseResponse(fits))
+        let over = try #require(try browsed(page(browseRoom + 1)))
+        #expect(over.status == .exceedsLimits && over.items.isEmpty)
+        #expect(over.error?.contains("does not fit in one message") == true, "\(over.error ?? "no error")")
+
+        let queueRoom = ControlMessage.maximumLength
+            - MediaMessage.queueResponse(QueueResponse(requestID: 8, status: .success, totalCount: 5, currentIndex: 1, items: page(0))).controlMessage.encodedLength
+        let queue = try #require(try queued(page(queueRoom)))
+        #expect(queue.status == .success && queue.items == page(queueRoom))
+        #expect(try wire(.queueResponse(queue)) == .queueResponse(queue))
+        let longQueue = try #require(try queued(page(queueRoom + 1)))
+        #expect(longQueue.status == .exceedsLimits && longQueue.items.isEmpty)
+    }
+
     @Test func selectionShowsASpinnerUntilCompletedOnEveryPath() throws {
         var headUnit = HeadUnitMediaRole(requestTimeout: .seconds(2))
         _ = headUnit.connect(now: t0)

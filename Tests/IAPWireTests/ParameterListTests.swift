@@ -36,6 +36,40 @@ import Testing
         #expect(try ControlMessage(id: 0x5001, parameters: written).encoded() == ControlMessage(id: 0x5001, parameters: built).encoded())
     }
 
+    /// Every kind of typed append, to any writer.
+    static func appendEveryKind<Writer: ParameterWriter>(to writer: inout Writer) {
+        writer.appendEmpty(1)
+        writer.appendBool(2, true)
+        writer.appendInteger(3, UInt8(0xAB))
+        writer.appendInteger(4, UInt16(0xBEEF))
+        writer.appendInteger(5, UInt32(0xDEAD_BEEF))
+        writer.appendInteger(6, UInt64(0x0102_0304_0506_0708))
+        writer.appendInteger(7, Int16(-2))
+        writer.appendString(8, "Kind of Blue ✓")
+        writer.appendString(9, "")
+        writer.appendBlob(10, [0x00, 0xFF, 0x40, 0x40])
+        writer.appendGroup(11) { members in
+            members.appendString(0, "nested")
+            members.appendGroup(1) { inner in inner.appendBool(0, false) }
+            members.appendEmpty(2)
+        }
+        writer.appendGroup(12) { _ in }
+    }
+
+    /// The counter gives the length the list writes, for every kind of
+    /// parameter (a string's NUL, an integer's width, a group's header).
+    @Test func aLengthCounterCountsWhatTheListWrites() {
+        var list = ParameterList()
+        Self.appendEveryKind(to: &list)
+        var counter = ParameterLengthCounter()
+        Self.appendEveryKind(to: &counter)
+        #expect(counter.length == list.bytes.count)
+        #expect(counter.length == list.encodedLength)
+        var empty = ParameterLengthCounter()
+        empty.appendGroup(0) { _ in }
+        #expect(empty.length == Parameter.headerLength)
+    }
+
     /// A decoded message's parameters and a group's members are slices of
     /// the decoded bytes, and read the values that were written.
     @Test func viewsOfADecodedMessageReadTheSameValues() throws {
