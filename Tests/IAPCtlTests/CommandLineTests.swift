@@ -26,6 +26,7 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "no iapctl next to the tests at \(binary.path): build the package first")
         // Files rather than pipes: nothing to drain while waiting.
         let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let outputs = [directory.appendingPathComponent("stdout"), directory.appendingPathComponent("stderr")]
         for url in outputs { try Data().write(to: url) }
         let process = Process()
