@@ -181,18 +181,24 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
         #expect(events.contains { if case .event(.browseFailed("", .exceedsLimits, _)) = $0 { true } else { false } })
     }
 
-    @Test func everyItemFieldSurvivesTheWire() throws {
+    /// Rows using every field of an item between them.
+    static let everyItemField: [ContentItem] = {
         let row = ContentItem.ImageRow(title: "Covers", entries: [.init(id: "c1", imageID: "i1"), .init(id: "c2", imageID: "i2", selectable: false)])
-        let items = [
+        return [
             ContentItem(id: "a", kind: .container, text: "Albums", detailText: "12 albums", imageID: "img", accessory: .cloud, badge: "NEW"),
             ContentItem(id: "b", kind: .playable, text: "Track", detailText: "3:05", playingIndicator: .trailing, appValue: [1, 2, 3], section: 1),
             ContentItem(id: "c", kind: .playable, text: "Loading…", isEnabled: false),
             ContentItem(id: "d", kind: .container, text: "Covers", imageRow: row),
         ]
-        let sections = [ContentSection(id: 0, kind: .loading), ContentSection(id: 1, kind: .playAll(itemCount: 12)),
-                        ContentSection(id: 2, kind: .empty(text: "Nothing played yet")), ContentSection(id: 3, kind: .loadFailed(text: "Tap to retry")),
-                        ContentSection(id: 4, kind: .plain(title: "Albums"))]
-        let response = BrowseResponse(requestID: 9, status: .success, totalCount: 40, offset: 20, items: items, sections: sections)
+    }()
+
+    /// One section of every kind, a plain one with and without a title.
+    static let everySectionKind = [ContentSection(id: 0, kind: .loading), ContentSection(id: 1, kind: .playAll(itemCount: 12)),
+                                   ContentSection(id: 2, kind: .empty(text: "Nothing played yet")), ContentSection(id: 3, kind: .loadFailed(text: "Tap to retry")),
+                                   ContentSection(id: 4, kind: .plain(title: "Albums")), ContentSection(id: 5, kind: .plain(title: nil))]
+
+    @Test func everyItemFieldSurvivesTheWire() throws {
+        let response = BrowseResponse(requestID: 9, status: .success, totalCount: 40, offset: 20, items: Self.everyItemField, sections: Self.everySectionKind)
         #expect(try wire(.browseResponse(response)) == .browseResponse(response))
         // Containers get the disclosure indicator by default.
         #expect(ContentItem(id: "x", kind: .container, text: "X").accessory == .disclosureIndicator)
@@ -246,16 +252,8 @@ func makePhone(_ app: SampleApp = SampleApp(), offersContent: Bool = true, timeo
     /// 65,535 bytes goes out whole, one a byte longer is refused (browse
     /// pages and queue pages alike).
     @Test func aPageFillingOneMessageExactlyIsSentAndOneByteMoreIsRefused() throws {
-        let row = ContentItem.ImageRow(title: "Covers", entries: [.init(id: "c1", imageID: "i1"), .init(id: "c2", imageID: "i2", selectable: false)])
-        let fields = [
-            ContentItem(id: "a", kind: .container, text: "Albums", detailText: "12 albums", imageID: "img", accessory: .cloud, badge: "NEW"),
-            ContentItem(id: "b", kind: .playable, text: "Track", detailText: "3:05", playingIndicator: .trailing, appValue: [1, 2, 3], section: 1),
-            ContentItem(id: "c", kind: .playable, text: "Loading…", isEnabled: false),
-            ContentItem(id: "d", kind: .container, text: "Covers", imageRow: row),
-        ]
-        let sections = [ContentSection(id: 0, kind: .loading), ContentSection(id: 1, kind: .playAll(itemCount: 12)),
-                        ContentSection(id: 2, kind: .empty(text: "Nothing played yet")), ContentSection(id: 3, kind: .loadFailed(text: "Tap to retry")),
-                        ContentSection(id: 4, kind: .plain(title: "Albums")), ContentSection(id: 5, kind: .plain(title: nil))]
+        let fields = Self.everyItemField
+        let sections = Self.everySectionKind
         // The last row's title is `bytes` bytes of UTF-8, two-byte characters and all.
         func page(_ bytes: Int) -> [ContentItem] {
             fields + [ContentItem(id: "long", kind: .playable, text: String(repeating: "é", count: bytes / 2) + String(repeating: "x", count: bytes % 2))]

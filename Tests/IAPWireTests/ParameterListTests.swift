@@ -8,25 +8,11 @@ import Testing
     /// The same parameters written in place and built as `Parameter` values.
     @Test func typedAppendsWriteWhatTheConstructorsWrite() throws {
         var written = ParameterList()
-        written.appendEmpty(1)
-        written.appendBool(2, true)
-        written.appendInteger(3, UInt8(0xAB))
-        written.appendInteger(4, UInt16(0xBEEF))
-        written.appendInteger(5, UInt32(0xDEAD_BEEF))
-        written.appendInteger(6, UInt64(0x0102_0304_0506_0708))
-        written.appendInteger(7, Int16(-2))
-        written.appendString(8, "Kind of Blue ✓")
-        written.appendBlob(9, [0x00, 0xFF, 0x40, 0x40])
-        written.appendGroup(10) { members in
-            members.appendString(0, "nested")
-            members.appendGroup(1) { inner in inner.appendBool(0, false) }
-            members.appendEmpty(2)
-        }
-        written.appendGroup(11) { _ in }
+        Self.appendEveryKind(to: &written)
         let built: [Parameter] = [
             .none(1), .bool(2, true), .uint8(3, 0xAB), .uint16(4, 0xBEEF), .uint32(5, 0xDEAD_BEEF), .uint64(6, 0x0102_0304_0506_0708),
-            .integer(7, Int16(-2)), .string(8, "Kind of Blue ✓"), .blob(9, [0x00, 0xFF, 0x40, 0x40]),
-            try .group(10, [.string(0, "nested"), try .group(1, [.bool(0, false)]), .none(2)]), try .group(11, []),
+            .integer(7, Int16(-2)), .string(8, "Kind of Blue ✓"), .string(9, ""), .blob(10, [0x00, 0xFF, 0x40, 0x40]),
+            try .group(11, [.string(0, "nested"), try .group(1, [.bool(0, false)]), .none(2)]), try .group(12, []),
         ]
         var reference: [UInt8] = []
         for parameter in built { try parameter.encode(into: &reference) }
